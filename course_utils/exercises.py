@@ -1,0 +1,189 @@
+"""The exercise registry and :func:`check`: one reference, one grader and hints per exercise.
+
+Each lesson module in :mod:`course_utils.lessons` defines its reference solutions and
+registers them with :func:`grader`. The reference is the single source of the solution: the
+grader compares against it, :func:`solution` shows it, and the test-suite pastes it into the
+notebooks to prove that every check passes.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import signal
+import textwrap
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .grading import Crashed, NotAttempted, TimeLimit, Wrong, safe_repr
+from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
+
+#: Seconds a single check may run before it is stopped (learner code may loop forever).
+TIME_LIMIT = 20.0
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise.
+
+    Attributes:
+        id: ``"<lesson>.<name>"``, e.g. ``"01.nbytes"``.
+        title: a short title shown with results.
+        reference: the reference solution; its ``__name__`` is the name the learner defines.
+        grade: ``grade(answer) -> str``; see :mod:`course_utils.grading`.
+        hints: hints, from gentle to nearly-the-answer.
+        points: points for a pass.
+    """
+
+    id: str
+    title: str
+    reference: Callable
+    grade: Callable[[Any], str]
+    hints: tuple[str, ...]
+    points: int = 1
+
+    @property
+    def name(self) -> str:
+        """The function or class name the learner's answer cell defines."""
+        return self.reference.__name__
+
+    @property
+    def lesson(self) -> str:
+        """The lesson number, e.g. ``"01"``."""
+        return self.id.split(".", 1)[0]
+
+    @property
+    def solution_source(self) -> str:
+        """Source code of the reference solution, ready to paste into the answer cell."""
+        return textwrap.dedent(inspect.getsource(self.reference)).strip() + "\n"
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def grader(exercise_id: str, *, reference: Callable, title: str, hints: tuple[str, ...] | list[str],
+           points: int = 1) -> Callable[[Callable], Callable]:
+    """Decorator that registers ``grade`` as the grader of ``exercise_id``."""
+    def register(grade: Callable[[Any], str]) -> Callable[[Any], str]:
+        if exercise_id in _REGISTRY:
+            raise ValueError(f"exercise {exercise_id!r} is registered twice")
+        _REGISTRY[exercise_id] = Exercise(exercise_id, title, reference, grade, tuple(hints), points)
+        return grade
+    return register
+
+
+def exercise_ids() -> list[str]:
+    """All registered exercise ids, in course order."""
+    _load_lessons()
+    return sorted(_REGISTRY)
+
+
+def get_exercise(exercise_id: str) -> Exercise:
+    """Look up an exercise.
+
+    Raises:
+        KeyError: for an unknown id; the message lists the known ones.
+    """
+    _load_lessons()
+    try:
+        return _REGISTRY[exercise_id]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(_REGISTRY))
+        raise KeyError(f"Unknown exercise id {exercise_id!r}. Known exercises: {known}") from None
+
+
+def check(exercise_id: str, answer: Any) -> Result:
+    """Check a learner's answer against the exercise's reference.
+
+    Never raises for anything the learner passes: a stub gives "not attempted", exceptions,
+    wrong types, shapes, dtypes and devices give specific feedback.
+
+    Args:
+        exercise_id: e.g. ``"01.nbytes"``.
+        answer: the learner's function or class.
+
+    Returns:
+        A :class:`~course_utils.results.Result`.
+
+    Raises:
+        KeyError: if ``exercise_id`` is not a registered exercise (a notebook typo, not a learner answer).
+    """
+    ex = get_exercise(exercise_id)
+    printed = io.StringIO()
+    status, feedback = FAILED, ""
+    try:
+        with _time_limit(TIME_LIMIT), contextlib.redirect_stdout(printed), \
+                contextlib.redirect_stderr(printed):
+            feedback = ex.grade(answer)
+        status = PASSED
+    except NotAttempted:
+        status, feedback = NOT_ATTEMPTED, (
+            f"Not attempted yet: `{ex.name}` still raises NotImplementedError. "
+            f"Replace `raise NotImplementedError` with your code, run that cell, then check again.")
+    except Wrong as e:
+        feedback = str(e)
+    except Crashed as e:
+        feedback = _crash_feedback(e)
+    except TimeLimit:
+        feedback = (f"Your code ran for more than {TIME_LIMIT:g} s and was stopped. "
+                    "Look for a loop that never ends.")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # anything odd an answer object does while being inspected
+        feedback = (f"Checking stopped with {type(e).__name__}: {safe_repr(str(e), 200)}. "
+                    f"Make sure `{ex.name}` is the {_kind(ex)} the exercise asks for.")
+    points = ex.points if status == PASSED else 0
+    return Result(ex.id, ex.title, status, points, ex.points, feedback,
+                  printed=_shorten(printed.getvalue()))
+
+
+def hints(exercise_id: str) -> tuple[str, ...]:
+    """The hints of an exercise, gentlest first."""
+    return get_exercise(exercise_id).hints
+
+
+def _crash_feedback(e: Crashed) -> str:
+    where = f" when called with {e.context}" if e.context else ""
+    message = safe_repr(str(e.error), 300)
+    if isinstance(e.error, SystemExit):
+        return f"Your code called sys.exit(){where}. Return a value instead of exiting."
+    return (f"Your code raised {type(e.error).__name__}{where}: {message}\n"
+            "Read the message, fix the cell, run it, and check again.")
+
+
+def _kind(ex: Exercise) -> str:
+    return "class" if inspect.isclass(ex.reference) else "function"
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`TimeLimit` after ``seconds`` (main thread on Unix; elsewhere no limit)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _load_lessons() -> None:
+    from . import lessons  # noqa: F401  (importing registers every lesson's exercises)
+
+
+__all__ = ["Exercise", "grader", "check", "get_exercise", "exercise_ids", "hints",
+           "Wrong", "NotAttempted", "Crashed"]

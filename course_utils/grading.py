@@ -1,0 +1,144 @@
+"""Building blocks for exercise graders: calling learner code safely and describing what came back.
+
+A grader is a function ``grade(answer) -> str`` that returns a success message, or raises
+:class:`Wrong` (with feedback), :class:`NotAttempted` or :class:`Crashed`.
+:func:`course_utils.check` turns these into a :class:`~course_utils.results.Result`.
+"""
+from __future__ import annotations
+
+import inspect
+import reprlib
+from typing import Any, Callable, Iterator
+
+import torch
+
+from . import device as _device
+
+
+class Wrong(Exception):
+    """The answer ran but gave a wrong result; the message is the feedback."""
+
+
+class NotAttempted(Exception):
+    """The answer is still the stub (it raises ``NotImplementedError`` or is missing)."""
+
+
+class Crashed(Exception):
+    """The learner's code raised; ``error`` is the exception, ``context`` says on what input."""
+
+    def __init__(self, error: BaseException, context: str):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+        self.context = context
+
+
+def safe_repr(obj: Any, limit: int = 80) -> str:
+    """``repr`` that never raises and stays short, even for hostile objects."""
+    try:
+        if isinstance(obj, torch.Tensor):
+            return describe(obj)
+        text = reprlib.Repr().repr(obj) if not isinstance(obj, str) else repr(obj)
+    except BaseException:  # a hostile __repr__ must not break the check
+        text = f"<{type(obj).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(t: torch.Tensor) -> str:
+    """E.g. ``float32 tensor of shape (2, 3) on cpu``."""
+    dtype = str(t.dtype).replace("torch.", "")
+    return f"{dtype} tensor of shape {tuple(t.shape)} on {t.device}"
+
+
+def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
+    """Call learner code, translating its exceptions for the grader.
+
+    Raises:
+        NotAttempted: the code raised ``NotImplementedError`` (the unsolved stub).
+        Crashed: the code raised anything else (including ``SystemExit``).
+    """
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise NotAttempted() from None
+    except (KeyboardInterrupt, TimeLimit):
+        raise
+    except BaseException as e:  # SystemExit, assertion errors, torch errors, ...
+        raise Crashed(e, context) from None
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Exact equality that treats NaN as equal to NaN (for "did the learner change my input?")."""
+    if a.device.type == "meta" or b.device.type == "meta":
+        return a.shape == b.shape and a.dtype == b.dtype
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return a.shape == b.shape and bool(torch.equal(a.isnan(), b.isnan())) and bool(
+            torch.equal(a.nan_to_num(), b.nan_to_num()))
+    return bool(torch.equal(a, b))
+
+
+def expect_callable(answer: Any, name: str, *, kind: str = "function") -> Callable:
+    """Return ``answer`` if it is callable (a class counts when ``kind="class"``)."""
+    if answer is None or answer is Ellipsis:
+        raise NotAttempted()
+    if kind == "class":
+        if not inspect.isclass(answer):
+            raise Wrong(f"Expected the class `{name}` itself, but got {safe_repr(answer)} "
+                        f"({type(answer).__name__}). Pass the class, not an instance.")
+    elif not callable(answer):
+        raise Wrong(f"Expected the function `{name}`, but got {safe_repr(answer)} "
+                    f"({type(answer).__name__}). Pass the function itself, without calling it.")
+    return answer
+
+
+def expect_tensor(value: Any, what: str) -> torch.Tensor:
+    """Fail kindly unless ``value`` is a tensor."""
+    if not isinstance(value, torch.Tensor):
+        raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} "
+                    f"({type(value).__name__}).")
+    return value
+
+
+def devices_to_test() -> list[torch.device]:
+    """CPU, the ``meta`` device (a real second device on any machine), and the accelerator if any."""
+    devices = [torch.device("cpu"), torch.device("meta")]
+    acc = _device.accelerator()
+    if acc is not None:
+        devices.append(_device.best_device() if _device.best_device().type == acc.type
+                       else torch.device(acc.type, 0))
+    return devices
+
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
+          torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64)
+
+SHAPES = ((), (0,), (1,), (7,), (3, 4), (2, 3, 5), (4, 1, 2, 3))
+
+
+def random_tensor(shape: tuple, dtype: torch.dtype, gen: torch.Generator,
+                  device: torch.device | str = "cpu") -> torch.Tensor:
+    """A random tensor of any dtype, made on the CPU with ``gen`` and moved to ``device``."""
+    if dtype == torch.bool:
+        t = torch.rand(shape, generator=gen) > 0.5
+    elif dtype.is_floating_point or dtype.is_complex:
+        t = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+    else:
+        t = torch.randint(0, 100, shape, generator=gen).to(dtype)
+    return t.to(device)
+
+
+def sample_tensors(seed: int, count: int = 12,
+                   devices: list[torch.device] | None = None) -> Iterator[torch.Tensor]:
+    """Random tensors over many shapes, dtypes and devices, reproducible from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    devices = devices or devices_to_test()
+    for i in range(count):
+        shape = SHAPES[int(torch.randint(len(SHAPES), (1,), generator=gen))]
+        dtype = DTYPES[i % len(DTYPES)]
+        yield random_tensor(shape, dtype, gen, devices[i % len(devices)])
+    # always include the cases learners most often get wrong
+    yield random_tensor((), torch.float64, gen)
+    yield random_tensor((0, 3), torch.int16, gen)
+
+
+class TimeLimit(BaseException):
+    """Raised inside learner code when a check runs past its time limit."""

@@ -1,0 +1,24 @@
+"""Lesson content: each ``lNN_*.py`` module holds one lesson's quizzes and exercises.
+
+An exercise lives in exactly one place: its reference solution, its grader and its hints sit
+together in the lesson's module. Importing this package registers them all.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+#: Lesson number -> title, in course order.
+LESSONS = {
+    "01": "Tensors",
+    "02": "CPU vs GPU",
+    "03": ".to(device)",
+    "04": ".cuda()",
+    "05": ".device",
+    "06": "Device-mismatch errors",
+    "07": "Transfer cost",
+}
+
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if _info.name.startswith("l") and _info.name[1:3].isdigit():
+        importlib.import_module(f"{__name__}.{_info.name}")

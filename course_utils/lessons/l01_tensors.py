@@ -1,0 +1,135 @@
+"""Lesson 01 - tensors: shape, dtype, device, bytes, and where new tensors are created."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exercises import grader
+from ..grading import (Wrong, call, describe, expect_callable, expect_tensor, safe_repr, same_values,
+                       sample_tensors)
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "01.default_device",
+    "`x = torch.ones(3)` names no device. Where does `x` live?",
+    ["On the CPU", "On the GPU, if the machine has one", "Nowhere yet: memory is allocated on first use",
+     "On whichever device was used last"],
+    0,
+    "New tensors go to the default device, which is the CPU unless you change it (with "
+    "`torch.set_default_device` or a `with torch.device(...)` block). Having a GPU changes nothing: "
+    "PyTorch never moves data there unless you ask.",
+)
+add_quiz(
+    "01.float16_bytes",
+    "How many bytes do the elements of `torch.zeros(1000, 1000, dtype=torch.float16)` occupy?",
+    ["1,000,000", "2,000,000", "4,000,000", "8,000,000"],
+    1,
+    "One million elements times 2 bytes each (`float16` is 16 bits): 2,000,000 bytes. "
+    "The same shape in `float32` takes twice as much, which is twice as much to move to a GPU.",
+)
+add_quiz(
+    "01.zeros_like_device",
+    "`x` lives on the `meta` device. Where does `torch.zeros_like(x)` live?",
+    ["On the CPU, the default device", "On `meta`, like `x`", "It raises an error",
+     "On the GPU if there is one"],
+    1,
+    "`*_like` functions and `x.new_*` methods copy shape (for `*_like`), dtype **and device** from "
+    "`x`. That is why they are the safe way to make helper tensors inside code that must run on any device.",
+)
+add_quiz(
+    "01.device_block",
+    "Inside `with torch.device('meta'):` you run `y = torch.randn(2)` and `z = torch.randn(2, device='cpu')`. "
+    "Where do `y` and `z` live?",
+    ["Both on the CPU", "Both on `meta`", "`y` on `meta`, `z` on the CPU", "`y` on the CPU, `z` on `meta`"],
+    2,
+    "A `torch.device` block changes the default for factory functions that name no device; "
+    "an explicit `device=` argument still wins.",
+)
+
+
+# --- exercise 01.nbytes ----------------------------------------------------------------------
+
+def nbytes(t):
+    """Bytes occupied by the elements of tensor ``t``."""
+    return t.numel() * t.element_size()
+
+
+@grader("01.nbytes", reference=nbytes, title="How many bytes?", hints=(
+    "Two numbers decide it: how many elements the tensor has, and how many bytes one element takes.",
+    "`t.numel()` counts the elements; `t.element_size()` gives bytes per element for its dtype.",
+    "Multiply them: `return t.numel() * t.element_size()`.",
+))
+def _grade_nbytes(answer: Any) -> str:
+    fn = expect_callable(answer, "nbytes")
+    base = torch.arange(24, dtype=torch.float64)
+    cases = list(sample_tensors(seed=1)) + [base[::3], base.view(4, 6)[:, :2]]  # views, too
+    for t in cases:
+        want = nbytes(t)
+        got = call(fn, t, context=f"a {describe(t)}")
+        if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_floating_point:
+            raise Wrong(f"For a {describe(t)} you returned a tensor ({safe_repr(got)}). "
+                        "Return a plain Python int; `.item()` converts a one-element tensor.")
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise Wrong(f"For a {describe(t)} you returned {safe_repr(got)} ({type(got).__name__}); "
+                        "a byte count should be a Python int.")
+        if got != want:
+            raise Wrong(f"For a {describe(t)} the answer is {want} bytes, you returned {got}. "
+                        + _nbytes_diagnosis(t, got))
+    return f"Right on {len(cases)} tensors: every shape (even 0-d and empty), dtype, device and view."
+
+
+def _nbytes_diagnosis(t: torch.Tensor, got: int) -> str:
+    if got == t.numel():
+        return "That is the number of elements: multiply by the bytes per element."
+    if got == t.element_size():
+        return "That is the size of one element: multiply by the number of elements."
+    if got == t.numel() * 4:
+        return "You assumed 4 bytes per element (float32); other dtypes differ: use `t.element_size()`."
+    if t.device.type != "meta" and got == t.untyped_storage().nbytes():
+        return ("That is the size of the whole storage; this tensor is a view of part of it. "
+                "Count only the tensor's own elements.")
+    return "Bytes = number of elements x bytes per element."
+
+
+# --- exercise 01.blank_like ------------------------------------------------------------------
+
+def blank_like(t):
+    """A zero tensor with the same shape, dtype and device as ``t``."""
+    return torch.zeros_like(t)
+
+
+@grader("01.blank_like", reference=blank_like, title="Zeros, right where you need them", hints=(
+    "Your zeros must match `t` in three ways: shape, dtype and device. A plain `torch.zeros(...)` "
+    "only gets what you pass it.",
+    "The `*_like` family copies all three from its argument.",
+    "`return torch.zeros_like(t)` (or `t.new_zeros(t.shape)`).",
+))
+def _grade_blank_like(answer: Any) -> str:
+    fn = expect_callable(answer, "blank_like")
+    special = torch.tensor([float("inf"), float("nan"), -1.0])  # `t * 0` is not zero here
+    cases = list(sample_tensors(seed=2)) + [special, special.to("meta")]
+    for t in cases:
+        before = t.clone()
+        got = expect_tensor(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}, your result")
+        if got is t:
+            raise Wrong("You returned the input tensor itself. Return a new tensor of zeros.")
+        if not same_values(t, before):
+            raise Wrong("Your function changed its input (an in-place op such as `zero_()`?). "
+                        "Leave `t` alone and return a new tensor.")
+        if got.device != t.device:
+            raise Wrong(f"The input was on `{t.device}` but your zeros are on `{got.device}`. "
+                        "`torch.zeros(shape, dtype=...)` uses the default device; make the zeros on "
+                        "`t`'s device (e.g. `torch.zeros_like(t)`).")
+        if got.shape != t.shape:
+            raise Wrong(f"For a {describe(t)} your result has shape {tuple(got.shape)}.")
+        if got.dtype != t.dtype:
+            raise Wrong(f"For a {describe(t)} your result has dtype {got.dtype}: "
+                        "pass the dtype along too, or use a `*_like` function.")
+        if got.device.type != "meta" and got.numel() and bool((got != 0).any()):
+            raise Wrong(f"For a {describe(t)} your result is not all zeros "
+                        f"(it contains {safe_repr(got.flatten()[(got != 0).flatten()][:3].tolist())}). "
+                        "Note that `t * 0` is NaN where `t` is inf or NaN.")
+    return f"Right on {len(cases)} tensors, on {', '.join(sorted({c.device.type for c in cases}))}."

@@ -1,0 +1,137 @@
+"""Predict-then-reveal quizzes: the data and the plain-Python way to answer them."""
+from __future__ import annotations
+
+import html
+import string
+from dataclasses import dataclass
+from typing import Any
+
+from .grading import safe_repr
+
+
+@dataclass(frozen=True)
+class Quiz:
+    """A prediction question: the learner commits to an option before the answer is revealed.
+
+    Attributes:
+        id: ``"<lesson>.<name>"``, e.g. ``"01.default_device"``.
+        question: the question, in Markdown-free plain text (``code`` in backticks is fine).
+        options: the choices.
+        answer: index of the right option.
+        explanation: why, shown only after the learner commits.
+    """
+
+    id: str
+    question: str
+    options: tuple[str, ...]
+    answer: int
+    explanation: str
+
+    @property
+    def lesson(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def text(self) -> str:
+        """The question as plain text, with lettered options and how to answer without widgets."""
+        lines = [f"Predict ({self.id}): {self.question}"]
+        lines += [f"  {letter}) {option}" for letter, option in zip(string.ascii_lowercase, self.options)]
+        lines.append(f"No widgets here? Answer with course_utils.answer({self.id!r}, 'a').")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a committed prediction earned: right or wrong, and the explanation."""
+
+    quiz: Quiz
+    chosen: int | None
+    message: str = ""
+
+    @property
+    def correct(self) -> bool:
+        return self.chosen == self.quiz.answer
+
+    def text(self) -> str:
+        if self.chosen is None:
+            return self.message
+        right = self.quiz.options[self.quiz.answer]
+        verdict = ("Correct!" if self.correct else
+                   f"Not quite: you predicted “{self.quiz.options[self.chosen]}”. The answer is “{right}”.")
+        return f"{verdict}\n{self.quiz.explanation}"
+
+    __str__ = text
+    __repr__ = text
+
+    def _repr_html_(self) -> str:
+        if self.chosen is None:
+            return f"<div>{html.escape(self.message)}</div>"
+        colour = "#2e9d4f" if self.correct else "#d9480f"
+        verdict, _, explanation = self.text().partition("\n")
+        return (f"<div class='course-quiz-outcome' style='border-left:6px solid {colour};"
+                f"padding:6px 10px;background:rgba(128,128,128,.08)'>"
+                f"<b style='color:{colour}'>{html.escape(verdict)}</b>"
+                f"<div class='course-explanation' style='margin-top:4px'>{code_html(explanation)}</div></div>")
+
+
+_QUIZZES: dict[str, Quiz] = {}
+
+
+def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], answer: int,
+             explanation: str) -> Quiz:
+    """Register a quiz (called by the lesson modules)."""
+    if quiz_id in _QUIZZES:
+        raise ValueError(f"quiz {quiz_id!r} is registered twice")
+    if not 0 <= answer < len(options):
+        raise ValueError(f"quiz {quiz_id!r}: answer index {answer} out of range")
+    quiz = Quiz(quiz_id, question, tuple(options), answer, explanation)
+    _QUIZZES[quiz_id] = quiz
+    return quiz
+
+
+def quiz_ids() -> list[str]:
+    """All registered quiz ids."""
+    _load_lessons()
+    return sorted(_QUIZZES)
+
+
+def get_quiz(quiz_id: str) -> Quiz:
+    """Look up a quiz; an unknown id raises ``KeyError`` listing the known ones."""
+    _load_lessons()
+    try:
+        return _QUIZZES[quiz_id]
+    except (KeyError, TypeError):
+        raise KeyError(f"Unknown quiz id {quiz_id!r}. Known quizzes: {', '.join(sorted(_QUIZZES))}") from None
+
+
+def grade_choice(quiz: Quiz, choice: Any) -> Outcome:
+    """Grade a choice given as a letter (``"b"``), a 0-based index or the option's text."""
+    index = _parse_choice(quiz, choice)
+    if index is None:
+        letters = ", ".join(f"'{c}'" for c in string.ascii_lowercase[: len(quiz.options)])
+        return Outcome(quiz, None, f"{safe_repr(choice)} is not one of the options: use {letters}.")
+    return Outcome(quiz, index)
+
+
+def _parse_choice(quiz: Quiz, choice: Any) -> int | None:
+    n = len(quiz.options)
+    if isinstance(choice, bool):
+        return None
+    if isinstance(choice, int):
+        return choice if 0 <= choice < n else None
+    if isinstance(choice, str):
+        text = choice.strip()
+        if len(text) == 1 and text.lower() in string.ascii_lowercase[:n]:
+            return string.ascii_lowercase.index(text.lower())
+        if text in quiz.options:
+            return quiz.options.index(text)
+    return None
+
+
+def code_html(text: str) -> str:
+    """Escape text and render `backticks` as inline code."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)).replace("\n", "<br>")
+
+
+def _load_lessons() -> None:
+    from . import lessons  # noqa: F401

@@ -1,0 +1,75 @@
+"""The result of checking an exercise: one object, a plain text view and a notebook (HTML) view."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+
+_STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
+    PASSED: ("#2e9d4f", "✔"),
+    FAILED: ("#d9480f", "✘"),
+    NOT_ATTEMPTED: ("#868e96", "…"),
+}
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`course_utils.check`.
+
+    Attributes:
+        exercise_id: e.g. ``"01.nbytes"``.
+        title: the exercise's short title.
+        status: ``"passed"``, ``"failed"`` or ``"not attempted"``.
+        points: points earned.
+        max_points: points available.
+        feedback: what went right or wrong, in plain words.
+        printed: anything the learner's code printed while being checked (shortened).
+    """
+
+    exercise_id: str
+    title: str
+    status: str
+    points: int
+    max_points: int
+    feedback: str
+    printed: str = field(default="", repr=False)
+
+    @property
+    def passed(self) -> bool:
+        """True when every test case passed."""
+        return self.status == PASSED
+
+    @property
+    def attempted(self) -> bool:
+        """False while the answer is still the unsolved stub."""
+        return self.status != NOT_ATTEMPTED
+
+    def text(self) -> str:
+        """Plain text view, for terminals, CI logs and grading scripts."""
+        icon = _STYLE[self.status][1]
+        lines = [f"{icon} {self.exercise_id} {self.title}: {self.status} "
+                 f"({self.points}/{self.max_points} points)", self.feedback]
+        if self.printed:
+            lines.append(f"(your code printed: {self.printed})")
+        return "\n".join(lines)
+
+    __str__ = text
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        colour, icon = _STYLE[self.status]
+        feedback = html.escape(self.feedback).replace("\n", "<br>")
+        printed = (f"<div style='opacity:.75;margin-top:4px'>Your code printed: "
+                   f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
+        return (
+            f"<div class='course-result course-{self.status.replace(' ', '-')}' "
+            f"style='border-left:6px solid {colour};padding:6px 10px;"
+            f"background:rgba(128,128,128,.08);margin:4px 0'>"
+            f"<b style='color:{colour}'>{icon} {html.escape(self.exercise_id)} "
+            f"{html.escape(self.title)}: {self.status}</b> "
+            f"<span style='opacity:.75'>({self.points}/{self.max_points} points)</span>"
+            f"<div style='margin-top:4px'>{feedback}</div>{printed}</div>"
+        )

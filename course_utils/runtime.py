@@ -1,0 +1,74 @@
+"""Where the course runs (Colab, Binder, local) and the banner printed by every setup cell."""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import torch
+
+from . import device as _device
+
+
+def on_colab() -> bool:
+    """True inside Google Colab."""
+    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def on_binder() -> bool:
+    """True inside a Binder (repo2docker) session."""
+    return "BINDER_SERVICE_HOST" in os.environ or "BINDER_REQUEST" in os.environ
+
+
+def platform_name() -> str:
+    """``"Colab"``, ``"Binder"`` or ``"local"``."""
+    if on_colab():
+        return "Colab"
+    if on_binder():
+        return "Binder"
+    return "local"
+
+
+def no_accelerator_advice() -> str:
+    """What a learner without an accelerator can do, for the platform they are on."""
+    if on_colab():
+        return ("No GPU in this Colab runtime. For the GPU parts: Runtime -> Change runtime type -> "
+                "a GPU (e.g. T4), then Runtime -> Restart session and run the notebook again.")
+    if on_binder():
+        return ("Binder is CPU-only. Everything runs here; GPU-only cells say so and show what a GPU "
+                "prints. For a real GPU, open the notebook in Colab (badge at the top).")
+    return ("No accelerator found: the course runs on the CPU and uses the 'meta' device as a second "
+            "device. For a GPU, open the notebook in Colab (badge at the top) and pick a GPU runtime.")
+
+
+def banner(device: torch.device) -> str:
+    """The runtime banner: versions, platform, the chosen device and what to do without a GPU."""
+    lines = [
+        f"Python {platform.python_version()} | PyTorch {torch.__version__} | running on: {platform_name()}",
+        f"Device for this lesson: {device} ({_device.describe(device)})",
+    ]
+    acc = _device.accelerator()
+    if acc is None:
+        lines.append(no_accelerator_advice())
+    elif device.type == "cpu":
+        lines.append(f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the CPU.")
+    else:
+        count = torch.accelerator.device_count()
+        lines.append(f"Accelerator: {acc.type}, {count} device(s) visible.")
+    return "\n".join(lines)
+
+
+def setup(lesson: str | None = None) -> torch.device:
+    """Print the runtime banner and return the device the lesson should use.
+
+    Args:
+        lesson: the lesson number (``"01"``..``"07"``), shown in the banner's first line.
+
+    Returns:
+        The device chosen by :func:`course_utils.best_device`.
+    """
+    device = _device.best_device()
+    if lesson:
+        print(f"Lesson {lesson} of 'Where does my tensor live?'")
+    print(banner(device))
+    return device

@@ -1,0 +1,60 @@
+"""Timing that is right on every device, built on ``torch.utils.benchmark``.
+
+Accelerators run asynchronously: a plain ``time.time()`` around a CUDA call measures only the
+launch. ``torch.utils.benchmark.Timer`` synchronises CUDA for you; for other accelerators the
+statement below adds ``torch.accelerator.synchronize()``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.utils.benchmark as benchmark
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call: the median and the interquartile range over repeated blocks."""
+
+    label: str
+    median: float
+    iqr: float
+    runs: int
+
+    def __str__(self) -> str:
+        return f"{self.label}: {format_seconds(self.median)} per call (median of {self.runs} runs)"
+
+
+def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | None = None,
+            min_run_time: float = 0.2, label: str = "", num_threads: int | None = None) -> Timing:
+    """Time ``fn(*args)`` correctly, synchronising the device around every measurement.
+
+    Args:
+        fn: the function to time.
+        *args: its arguments.
+        device: where the work runs (decides how to synchronise); default: the CPU.
+        min_run_time: keep measuring for at least this many seconds.
+        label: a name for the printout.
+        num_threads: CPU threads (default: all PyTorch uses; ``benchmark.Timer`` alone would use 1).
+
+    Returns:
+        A :class:`Timing` with the median seconds per call.
+    """
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    stmt = "fn(*args)"
+    if device.type not in ("cpu", "cuda", "meta"):  # benchmark.Timer syncs CUDA itself
+        stmt = "fn(*args); torch.accelerator.synchronize()"
+    timer = benchmark.Timer(stmt=stmt, globals={"fn": fn, "args": args, "torch": torch},
+                            num_threads=num_threads or torch.get_num_threads(),
+                            label=label or getattr(fn, "__name__", "call"))
+    m = timer.blocked_autorange(min_run_time=min_run_time)
+    return Timing(label or getattr(fn, "__name__", "call"), m.median, m.iqr, len(m.times))
+
+
+def format_seconds(seconds: float) -> str:
+    """Human units: ``1.23 ms``, ``45.6 µs``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
