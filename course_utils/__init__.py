@@ -11,7 +11,7 @@ Plain Python first, widgets on top::
 """
 from .device import accelerator, best_device
 from .exercises import check, exercise_ids
-from .progress import summary as progress
+from .store import summary as progress
 from .results import Result
 from .runtime import setup
 from .timing import time_it

@@ -142,3 +142,37 @@ def sample_tensors(seed: int, count: int = 12,
 
 class TimeLimit(BaseException):
     """Raised inside learner code when a check runs past its time limit."""
+
+
+class simulated_accelerator:
+    """Pretend, for the length of a ``with`` block, that the machine has an accelerator.
+
+    ``torch.accelerator`` reports ``device`` (default: the data-less ``meta`` device) as
+    available and current, and ``torch.cuda.is_available()`` reports False, so a check can
+    tell device-agnostic answers from ones that hard-code CUDA, even on a CPU-only machine.
+    On a machine with a real accelerator, checks should use that instead.
+    """
+
+    def __init__(self, device: str = "meta"):
+        self.device = torch.device(device)
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> torch.device:
+        acc, cuda = torch.accelerator, torch.cuda
+        fake = {
+            (acc, "is_available"): lambda: True,
+            (acc, "current_accelerator"): lambda check_available=False: self.device,
+            (acc, "current_device_index"): lambda: 0,
+            (acc, "device_count"): lambda: 1,
+            (cuda, "is_available"): lambda: False,
+            (cuda, "device_count"): lambda: 0,
+        }
+        for (module, name), replacement in fake.items():
+            self._saved.append((module, name, getattr(module, name)))
+            setattr(module, name, replacement)
+        return self.device
+
+    def __exit__(self, *exc: Any) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved.clear()

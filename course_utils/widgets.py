@@ -10,7 +10,7 @@ import inspect
 import string
 from typing import Any
 
-from . import progress
+from . import store
 from .exercises import check, get_exercise
 from .quizzes import Outcome, code_html, get_quiz, grade_choice
 from .results import NOT_ATTEMPTED, Result
@@ -30,7 +30,7 @@ def answer(quiz_id: str, choice: Any) -> Outcome:
     """
     outcome = grade_choice(get_quiz(quiz_id), choice)
     if outcome.chosen is not None:
-        progress.record_quiz(quiz_id, outcome.correct, outcome.chosen)
+        store.record_quiz(quiz_id, outcome.correct, outcome.chosen)
     return outcome
 
 
@@ -44,7 +44,7 @@ def hint(exercise_id: str, number: int = 1) -> str:
 def solution(exercise_id: str, force: bool = False) -> str:
     """The reference solution, once you have made an attempt (or with ``force=True``)."""
     ex = get_exercise(exercise_id)
-    attempts = progress.load()["exercises"].get(exercise_id, {}).get("attempts", 0)
+    attempts = store.load()["exercises"].get(exercise_id, {}).get("attempts", 0)
     if not (attempts or force):
         return (f"Have a go first: write `{ex.name}`, check it, and read the hints "
                 f"(course_utils.hint({exercise_id!r}, 1)). Then the solution is yours.")
@@ -65,7 +65,7 @@ def run_check(exercise_id: str, answer: Any = _MISSING, namespace: dict | None =
                         f"`{ex.name}` is not defined yet: run the answer cell above first.")
     else:
         result = check(exercise_id, answer)
-    progress.record_result(result.exercise_id, result.status, result.points, result.max_points)
+    store.record_result(result.exercise_id, result.status, result.points, result.max_points)
     return result
 
 

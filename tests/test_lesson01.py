@@ -1,0 +1,60 @@
+"""Lesson 01 checks catch the realistic mistakes and say which one it was."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+import course_utils as cu
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda t: t.numel(), "number of elements"),
+    (lambda t: t.element_size(), "size of one element"),
+    (lambda t: t.numel() * 4, "4 bytes per element"),
+    (lambda t: t.untyped_storage().nbytes(), "view"),
+    (lambda t: len(t) * t.element_size(), "TypeError"),            # 0-d tensors have no len()
+    (lambda t: torch.tensor(t.numel() * t.element_size()), "Python int"),
+    (lambda t: float(t.numel() * t.element_size()), "Python int"),
+    (lambda t: sys.getsizeof(t), "Bytes = number of elements"),
+])
+def test_nbytes_mistakes(answer, says):
+    result = cu.check("01.nbytes", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+def test_nbytes_accepts_the_builtin_attribute():
+    assert cu.check("01.nbytes", lambda t: t.nbytes).passed
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda t: torch.zeros(t.shape, dtype=t.dtype), "on `meta` but your zeros are on `cpu`"),
+    (lambda t: torch.zeros(t.shape, device=t.device), "dtype"),
+    (lambda t: t * 0, "dtype"),                                     # bool * 0 is int64 ...
+    (lambda t: (t * 0).to(t.dtype), "not all zeros"),               # ... and inf * 0 is nan
+    (lambda t: t.zero_(), "input tensor itself"),
+    (lambda t: torch.zeros_like(t).add_(t.zero_()) if t.dtype.is_floating_point else torch.zeros_like(t),
+     "changed its input"),
+    (lambda t: torch.zeros_like(t, device="cpu"), "your zeros are on `cpu`"),
+    (lambda t: torch.zeros_like(t).flatten(), "shape"),
+    (lambda t: [0] * t.numel(), "should be a torch.Tensor"),
+])
+def test_blank_like_mistakes(answer, says):
+    result = cu.check("01.blank_like", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+def test_blank_like_accepts_new_zeros():
+    assert cu.check("01.blank_like", lambda t: t.new_zeros(t.shape)).passed
+
+
+@pytest.mark.gpu
+def test_blank_like_is_checked_on_the_accelerator():
+    seen = []
+
+    def spy(t):
+        seen.append(t.device.type)
+        return torch.zeros_like(t)
+    assert cu.check("01.blank_like", spy).passed
+    assert cu.accelerator().type in seen

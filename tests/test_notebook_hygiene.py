@@ -1,0 +1,102 @@
+"""Static checks on the committed notebooks: clean, same opening and ending, ids in sync."""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+
+import pytest
+
+from course_utils.exercises import exercise_ids, get_exercise
+from course_utils.lessons import LESSONS
+from course_utils.quizzes import quiz_ids
+from nbtools import NOTEBOOK_DIR, ROOT, exercise_cells, load, notebook_paths, source
+
+NOTEBOOKS = notebook_paths()
+QUIZ_CALL = re.compile(r"""cu\.quiz\(["']([^"']+)["']\)""")
+EXERCISE_CALL = re.compile(r"""cu\.exercise\(["']([^"']+)["']\)""")
+
+
+def code(nb):
+    return [source(c) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def test_there_is_a_notebook_for_every_lesson_registered():
+    numbers = {p.name[:2] for p in NOTEBOOKS}
+    assert "01" in numbers
+    assert numbers <= set(LESSONS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+class TestNotebook:
+    def test_committed_clean(self, path):
+        nb = load(path)
+        assert "widgets" not in nb["metadata"], "widget state is committed"
+        for i, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, f"cell {i} has outputs"
+
+    def test_opening(self, path):
+        nb = load(path)
+        first = source(nb["cells"][0])
+        number = path.name[:2]
+        assert first.startswith(f"# {number} · "), "first line is the title '# NN · ...'"
+        for part in ("colab-badge.svg", "mybinder.org/badge", "**You will be able to**", "**Time:**"):
+            assert part in first, f"opening cell lacks {part!r}"
+        assert nb["cells"][1]["metadata"]["course"]["role"] == "colab-setup"
+        setup = [s for s in code(nb) if "cu.setup(" in s]
+        assert setup and f'cu.setup("{number}")' in setup[0], "a setup cell calls cu.setup(<lesson>)"
+        assert nb["metadata"].get("accelerator") == "GPU", "Colab should offer a GPU runtime"
+
+    def test_ending(self, path):
+        nb = load(path)
+        markdown = [source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
+        assert any(m.startswith("## Summary") for m in markdown)
+        assert "**Next:**" in markdown[-1] or "**Where next:**" in markdown[-1]
+        assert any("cu.progress()" in s for s in code(nb))
+
+    def test_links_to_other_notebooks_exist(self, path):
+        text = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+        for target in re.findall(r"\]\(([^)#\s]+\.ipynb)\)", text):
+            if "://" not in target:
+                assert (NOTEBOOK_DIR / target).exists(), f"broken link to {target}"
+
+    def test_exercises(self, path):
+        nb = load(path)
+        cells = exercise_cells(nb)
+        assert len(cells) >= 2, "each lesson has at least two graded exercises"
+        checks = [m for s in code(nb) for m in EXERCISE_CALL.findall(s)]
+        assert sorted(checks) == sorted(cells), "every answer cell has exactly one check cell"
+        for ex_id, cell in cells.items():
+            ex = get_exercise(ex_id)
+            assert ex.lesson == path.name[:2]
+            tree = ast.parse(source(cell))
+            defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+            assert ex.name in defined, f"answer cell of {ex_id} must define {ex.name}"
+            assert "raise NotImplementedError" in source(cell), f"{ex_id} is committed solved"
+            at = nb["cells"].index(cell)
+            following = next(source(c) for c in nb["cells"][at + 1:] if c["cell_type"] == "code")
+            assert f'cu.exercise("{ex_id}")' in following, "the check cell follows the answer cell"
+
+    def test_quizzes(self, path):
+        used = [m for s in code(load(path)) for m in QUIZ_CALL.findall(s)]
+        assert len(used) >= 3, "each lesson has at least three predict-then-reveal quizzes"
+        assert len(used) == len(set(used))
+        assert all(q.startswith(path.name[:2] + ".") for q in used)
+
+
+def test_every_registered_id_is_used_and_every_used_id_registered():
+    used_ex, used_quiz = set(), set()
+    for path in NOTEBOOKS:
+        nb = load(path)
+        used_ex |= set(exercise_cells(nb))
+        used_quiz |= {m for s in code(nb) for m in QUIZ_CALL.findall(s)}
+    assert used_ex == set(exercise_ids())
+    assert used_quiz == set(quiz_ids())
+
+
+def test_launch_parts_are_in_sync_with_the_repository_address():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_notebooks.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,50 @@
+"""Execute every notebook with nbval, as learners get it and with the reference solutions."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nbtools import load, notebook_paths, variant
+
+BUDGET_S = 90  # per notebook, kernel start included; the lesson target is < 30 s of cell time
+
+
+@pytest.mark.parametrize("solved", [False, True], ids=["unsolved", "solved"])
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebook_runs_clean(path, solved, tmp_path):
+    """nbval runs the notebook top to bottom without an unexpected error, and the final cell
+    proves every check said "not attempted" (unsolved) or "passed" (solved)."""
+    target = tmp_path / path.name
+    target.write_text(json.dumps(variant(load(path), solved)), encoding="utf-8")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+         "--nbval-current-env", "--nbval-cell-timeout=300", str(target)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - start
+    print(f"{path.name} ({'solved' if solved else 'unsolved'}): {elapsed:.1f} s")
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert elapsed < BUDGET_S, f"{path.name} took {elapsed:.0f} s (budget {BUDGET_S} s)"
+
+
+def test_harness_catches_a_failing_check(tmp_path):
+    """Negative control: a notebook whose answer is wrong must fail the solved-run assertion."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {"course": {"exercise": "01.nbytes"}},
+         "execution_count": None, "outputs": [], "source": "def nbytes(t):\n    raise NotImplementedError\n"},
+        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import course_utils as cu\ncu.exercise('01.nbytes')"},
+    ]}
+    solved = variant(nb, solved=True)
+    solved["cells"][0]["source"] = "def nbytes(t):\n    return t.numel()\n"  # a wrong answer
+    target = tmp_path / "wrong.ipynb"
+    target.write_text(json.dumps(solved), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                           "--nbval-current-env", str(target)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    assert "expected {'01.nbytes': 'passed'}, got {'01.nbytes': 'failed'}" in proc.stdout
