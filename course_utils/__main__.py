@@ -1,0 +1,56 @@
+"""Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``."""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_utils",
+                                     description="Helpers for the course 'Where does my tensor live?'.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("progress", help="show your progress across the seven lessons")
+    p_check = sub.add_parser("check", help="check an exercise answer written in a .py file")
+    p_check.add_argument("exercise_id")
+    p_check.add_argument("file", help="a Python file that defines the exercise's function or class")
+    p_hint = sub.add_parser("hint", help="show a hint")
+    p_hint.add_argument("exercise_id")
+    p_hint.add_argument("number", nargs="?", type=int, default=1)
+    p_sol = sub.add_parser("solution", help="show the reference solution (after an attempt)")
+    p_sol.add_argument("exercise_id")
+    sub.add_parser("list", help="list the exercises")
+    args = parser.parse_args(argv)
+
+    from . import store, widgets
+    from .exercises import exercise_ids, get_exercise
+
+    try:
+        if args.command == "progress":
+            print(store.summary().text())
+        elif args.command == "list":
+            for ex_id in exercise_ids():
+                ex = get_exercise(ex_id)
+                print(f"{ex_id:22} {ex.name:18} {ex.title}")
+        elif args.command == "hint":
+            print(widgets.hint(args.exercise_id, args.number))
+        elif args.command == "solution":
+            print(widgets.solution(args.exercise_id))
+        elif args.command == "check":
+            ex = get_exercise(args.exercise_id)
+            try:
+                namespace = runpy.run_path(args.file)
+            except BaseException as e:  # the learner's file itself is broken
+                print(f"Could not run {args.file}: {type(e).__name__}: {e}")
+                return 1
+            result = widgets.run_check(args.exercise_id, namespace=namespace)
+            print(result.text())
+            return 0 if result.passed else 1
+    except KeyError as e:
+        print(e.args[0])
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""Lesson 05 - `.device`: reading it on tensors, parameters and buffers, comparing devices, a model's device."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from ..exercises import grader
+from ..grading import (Crashed, Wrong, call, devices_to_test, expect_callable, safe_repr, sample_tensors)
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "05.cuda_vs_cuda0",
+    "What does `torch.device('cuda') == torch.device('cuda:0')` give?",
+    ["True: both mean the first GPU", "False", "It raises an error on a machine without a GPU",
+     "True on a machine with one GPU, False with several"],
+    1,
+    "`torch.device('cuda')` has no index (`.index` is None): it means \"the current CUDA device\", "
+    "whichever that is when something is allocated. `torch.device('cuda:0')` has index 0. Two devices are "
+    "equal only when type and index both match, so the answer is False on every machine. Building a "
+    "`torch.device` never touches the hardware, so it works without a GPU.",
+)
+add_quiz(
+    "05.device_eq_string",
+    "`x = torch.ones(3)` lives on the CPU. What does `x.device == 'cpu'` give?",
+    ["True", "False", "It raises a TypeError", "A tensor of booleans"],
+    1,
+    "`x.device` is a `torch.device` object, and a `torch.device` is never equal to a string, not even "
+    "the string it prints as. No error warns you: an `if x.device == 'cpu':` branch silently never runs. "
+    "Compare `x.device.type == 'cpu'`, or compare with `torch.device('cpu')`.",
+)
+add_quiz(
+    "05.module_device",
+    "`model = nn.Linear(4, 2)`. What does `model.device` give?",
+    ["`device(type='cpu')`", "`None`, because a model can span several devices",
+     "The device of its first parameter", "An AttributeError"],
+    3,
+    "`nn.Module` has no `.device` attribute: a module is a container, and its parameters and buffers could "
+    "each live somewhere else. Tensors have `.device`; to find a model's device you look at its tensors.",
+)
+add_quiz(
+    "05.first_parameter",
+    "`nn.ReLU()` has no parameters. What does `next(nn.ReLU().parameters()).device` do?",
+    ["Gives `device(type='cpu')`", "Gives `None`", "Raises StopIteration", "Raises AttributeError"],
+    2,
+    "`module.parameters()` is a generator; `next` on an empty generator raises StopIteration. The popular "
+    "one-liner `next(model.parameters()).device` fails on parameter-less modules, and on other modules it "
+    "reports one tensor, not the whole model.",
+)
+
+
+# --- exercise 05.is_on -----------------------------------------------------------------------
+
+def is_on(x, wanted):
+    """True if ``x`` (a tensor or a torch.device) is on the device that ``wanted`` names."""
+    actual = x.device if isinstance(x, torch.Tensor) else torch.device(x)
+    wanted = torch.device(wanted)                     # accepts a string or a torch.device
+    if actual.type != wanted.type:
+        return False
+    return wanted.index is None or actual.index == wanted.index
+
+
+def _is_on_cases() -> list[tuple[Any, Any, str]]:
+    """(x, wanted, how to describe x) — tensors first, then the devices a GPU tensor would report."""
+    cpu, meta = torch.ones(3), torch.ones(2, 2, device="meta")
+    cases: list[tuple[Any, Any, str]] = [
+        (cpu, "cpu", "a tensor on cpu"),
+        (meta, "meta", "a tensor on meta"),
+        (cpu, torch.device("cpu"), "a tensor on cpu"),
+        (meta, "cpu", "a tensor on meta"),
+        (cpu, "meta", "a tensor on cpu"),
+        (cpu, "cuda", "a tensor on cpu"),
+    ]
+    # every sampled tensor is on the type it reports, and not on any other type
+    for t in sample_tensors(seed=5, count=6):
+        cases.append((t, t.device.type, f"a {_kind(t)} on {t.device}"))
+        other = "meta" if t.device.type != "meta" else "cpu"
+        cases.append((t, torch.device(other), f"a {_kind(t)} on {t.device}"))
+    gpu = [
+        (torch.device("cuda", 0), "cuda"),
+        (torch.device("cuda", 0), torch.device("cuda")),
+        (torch.device("cuda", 0), "cuda:0"),
+        (torch.device("cuda", 1), "cuda:1"),
+        (torch.device("cuda", 1), "cuda:0"),
+        (torch.device("cuda", 0), torch.device("cuda", 1)),
+        (torch.device("cuda", 10), "cuda:1"),
+        (torch.device("cuda", 1), "cuda:10"),
+        (torch.device("cuda", 0), "cpu"),
+        (torch.device("cpu"), "cuda"),
+        (torch.device("meta"), "meta"),
+    ]
+    cases += [(d, w, f"the device {d}") for d, w in gpu]
+    acc = [d for d in devices_to_test() if d.type not in ("cpu", "meta")]
+    for d in acc:                                   # a real accelerator tensor reports its index
+        t = torch.ones(2, device=d.type)
+        cases += [(t, d.type, f"a tensor on {t.device}"), (t, str(t.device), f"a tensor on {t.device}"),
+                  (t, "cpu", f"a tensor on {t.device}")]
+    return cases
+
+
+def _kind(t: torch.Tensor) -> str:
+    return f"{str(t.dtype).replace('torch.', '')} tensor"
+
+
+@grader("05.is_on", reference=is_on, title="Is it on that device?", hints=(
+    "Turn both sides into `torch.device` objects first: `x.device` for a tensor, `torch.device(wanted)` "
+    "for the request. A `torch.device` never equals a string.",
+    "Compare the parts, not the whole: `.type` must match; the `.index` matters only when `wanted` names one "
+    "(`torch.device('cuda').index` is None).",
+    "`actual = x.device if isinstance(x, torch.Tensor) else x`, `wanted = torch.device(wanted)`, then "
+    "`return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)`.",
+))
+def _grade_is_on(answer: Any) -> str:
+    fn = expect_callable(answer, "is_on")
+    cases = _is_on_cases()
+    for x, wanted, what in cases:
+        context = f"{what} and wanted={wanted!r}"
+        try:
+            got = call(fn, x, wanted, context=context)
+        except Crashed as e:
+            if isinstance(e.error, AttributeError) and isinstance(x, torch.device) and "device" in str(e.error):
+                raise Wrong(f"Your code raised AttributeError for {context}: {safe_repr(str(e.error), 120)}. "
+                            "`x` may be a `torch.device` itself (what `.device` gives you), and a device has "
+                            "no `.device`: use `x.device` only when `x` is a tensor.") from None
+            raise
+        want = is_on(x, wanted)
+        if isinstance(got, torch.Tensor):
+            raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python bool.")
+        if not isinstance(got, bool):
+            raise Wrong(f"For {context} you returned {safe_repr(got)} ({type(got).__name__}); "
+                        "return True or False.")
+        if got != want:
+            raise Wrong(f"For {context} the answer is {want}, you returned {got}. " + _is_on_diagnosis(x, wanted))
+    return (f"Right on {len(cases)} cases: strings and torch.device requests, cpu and meta tensors, and the "
+            "indexed devices a GPU tensor reports (cuda:0, cuda:1, cuda:10).")
+
+
+def _is_on_diagnosis(x: Any, wanted: Any) -> str:
+    actual = x.device if isinstance(x, torch.Tensor) else torch.device(x)
+    request = torch.device(wanted)
+    if isinstance(wanted, str) and actual == request:
+        return (f"A `torch.device` never equals a string: `torch.device({str(actual)!r}) == {wanted!r}` is False. "
+                "Turn the request into a device first: `torch.device(wanted)`.")
+    if actual.type == request.type and request.index is None:
+        return (f"`torch.device({request.type!r})` has index None, so it is not == `{actual}`. A request without "
+                "an index asks for any device of that type: compare `.type`, and the index only when one is named.")
+    if actual.type == request.type and actual.index != request.index:
+        if str(actual).startswith(str(request)) or str(request).startswith(str(actual)):
+            return (f"'{request}' and '{actual}' start alike but are different devices: comparing text with "
+                    "`in` or `startswith` gets this wrong. Compare `.type` and `.index`.")
+        return (f"`{actual}` and `{request}` have the same type but different indices: when `wanted` names an "
+                "index, it must match too. Comparing only `.type` is not enough.")
+    if actual.type != request.type:
+        return f"`{actual}` is a {actual.type} device, `{request}` a {request.type} device: the types differ."
+    return "Compare the type, and the index when `wanted` names one."
+
+
+# --- exercise 05.model_device ----------------------------------------------------------------
+
+def model_device(module):
+    """The one device holding all of ``module``'s parameters and buffers (None if it has none)."""
+    devices = {p.device for p in module.parameters()} | {b.device for b in module.buffers()}
+    if not devices:
+        return None
+    if len(devices) > 1:
+        found = ", ".join(sorted(str(d) for d in devices))
+        raise ValueError(f"the module's parameters and buffers are spread over several devices: {found}")
+    return devices.pop()
+
+
+class _Scaled(nn.Module):
+    """A linear layer followed by a fixed scale kept in a buffer."""
+
+    def __init__(self, scale_device: str = "cpu"):
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+        self.register_buffer("scale", torch.full((2,), 0.5, device=scale_device))
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+def _model_cases() -> list[tuple[str, Callable[[], nn.Module]]]:
+    """(description, factory): single-device modules, empty ones and spread ones, in the order checked."""
+    cases: list[tuple[str, Callable[[], nn.Module]]] = [
+        ("`nn.Linear(3, 2)` on cpu", lambda: nn.Linear(3, 2)),
+        ("`nn.Linear(3, 2).to('meta')`", lambda: nn.Linear(3, 2).to("meta")),
+        ("`nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))` moved to meta",
+         lambda: nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to("meta")),
+        ("`nn.ReLU()` (no parameters, no buffers)", lambda: nn.ReLU()),
+        ("`nn.BatchNorm1d(4, affine=False)` on cpu (buffers only)", lambda: nn.BatchNorm1d(4, affine=False)),
+        ("`nn.BatchNorm1d(4, affine=False).to('meta')` (buffers only)",
+         lambda: nn.BatchNorm1d(4, affine=False).to("meta")),
+        ("`nn.BatchNorm1d(4, track_running_stats=False)` (parameters only; its buffer slots hold None)",
+         lambda: nn.BatchNorm1d(4, track_running_stats=False)),
+        ("a module with a `Linear` on cpu and a buffer `scale` on meta", lambda: _Scaled("meta")),
+        ("`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to('meta'))`",
+         lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to("meta"))),
+        ("`nn.Sequential(nn.Linear(4, 4).to('meta'), nn.BatchNorm1d(4, affine=False))`",
+         lambda: nn.Sequential(nn.Linear(4, 4).to("meta"), nn.BatchNorm1d(4, affine=False))),
+        ("`nn.Sequential(nn.ReLU(), nn.Flatten())` (no parameters, no buffers)",
+         lambda: nn.Sequential(nn.ReLU(), nn.Flatten())),
+        ("a module with a `Linear` and a buffer, all on cpu", lambda: _Scaled("cpu")),
+    ]
+    for d in devices_to_test():
+        if d.type in ("cpu", "meta"):
+            continue
+        cases += [
+            (f"`nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))` moved to {d}",
+             lambda d=d: nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(d)),
+            (f"`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to({str(d)!r}))`",
+             lambda d=d: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to(d))),
+        ]
+    return cases
+
+
+def _names(devices: set) -> str:
+    return " and ".join(sorted(str(d) for d in devices)) or "nowhere"
+
+
+@grader("05.model_device", reference=model_device, title="Where does this model live?", hints=(
+    "A module has no `.device`, but every parameter and every buffer has one. Collect them all, from "
+    "`module.parameters()` and `module.buffers()` (both include the submodules').",
+    "Put the devices in a set. An empty set means the module holds no tensors: return None. More than one "
+    "device: raise ValueError and put the devices in the message. Exactly one: return it.",
+    "`devices = {p.device for p in module.parameters()} | {b.device for b in module.buffers()}`; then "
+    "`if not devices: return None`, `if len(devices) > 1: raise ValueError(f'spread over {devices}')`, "
+    "`return devices.pop()`.",
+))
+def _grade_model_device(answer: Any) -> str:
+    fn = expect_callable(answer, "model_device")
+    cases = _model_cases()
+    spread_seen = 0
+    for what, make in cases:
+        module = make()
+        params = {p.device for p in module.parameters()}
+        buffers = {b.device for b in module.buffers()}
+        found = params | buffers
+        if len(found) > 1:
+            _check_spread(fn, module, what, params, buffers)
+            spread_seen += 1
+            continue
+        want = next(iter(found)) if found else None
+        try:
+            got = call(fn, module, context=what)
+        except Crashed as e:
+            if isinstance(e.error, StopIteration):
+                raise Wrong(f"For {what} your code raised StopIteration. That is what "
+                            "`next(module.parameters())` does when a module has no parameters. Look at all "
+                            "parameters and buffers, and return None when there are none.") from None
+            if want is None and isinstance(e.error, ValueError):
+                raise Wrong(f"For {what} you raised ValueError ({safe_repr(str(e.error), 120)}). A module "
+                            "with no parameters and no buffers is not an error: return None.") from None
+            raise
+        _compare_single(got, want, what, module, params, buffers)
+    return (f"Right on {len(cases)} modules: parameters and buffers (also buffers only), submodules, "
+            f"empty modules (None) and {spread_seen} spread ones (ValueError naming the devices).")
+
+
+def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.Module, params: set,
+                    buffers: set) -> None:
+    if isinstance(got, str):
+        raise Wrong(f"For {what} you returned the string {safe_repr(got)}. Return the `torch.device` itself "
+                    "(what `.device` gives you); a string is never == a device.")
+    if got is not None and not isinstance(got, torch.device):
+        raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single "
+                    "`torch.device`, or None for a module with no parameters and no buffers.")
+    if want is None:
+        if got is not None:
+            raise Wrong(f"{what[0].upper() + what[1:]} holds no tensors at all, so it lives on no device: "
+                        f"return None. You returned `{got}`.")
+        return
+    if got is None:
+        if not params:
+            raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers (running "
+                        f"statistics) are on {want}, and you returned None. Buffers live on a device too: "
+                        "include `module.buffers()`.")
+        if not any(True for _ in module.parameters(recurse=False)):
+            raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, but they all belong to its "
+                        "submodules, and you returned None. `module.parameters()` walks the submodules too; "
+                        "`recurse=False` and `module._parameters` give only the module's own.")
+        if not buffers:
+            raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, and you returned None. "
+                        "Look at the parameters too: `module.parameters()`.")
+        raise Wrong(f"For {what} the tensors are on {want}, and you returned None.")
+    if got != want:
+        if got.type == want.type:
+            raise Wrong(f"For {what} the tensors are on `{want}`, you returned `{got}`. Return the device the "
+                        "tensors report (e.g. `p.device`), not one rebuilt from its type: "
+                        f"`torch.device({want.type!r})` has index None and is not == `{want}`.")
+        raise Wrong(f"For {what} the tensors are on `{want}`, but you returned `{got}`.")
+
+
+def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffers: set) -> None:
+    found = params | buffers
+    names = _names(found)
+    try:
+        got = call(fn, module, context=what)
+    except Crashed as e:
+        err = e.error
+        if isinstance(err, StopIteration):
+            raise Wrong(f"For {what} your code raised StopIteration (from `next(...)`?). Look at all parameters "
+                        "and buffers.") from None
+        if not isinstance(err, ValueError):
+            raise Wrong(f"For {what} (tensors on {names}) you raised {type(err).__name__}: "
+                        f"{safe_repr(str(err), 120)}. Raise ValueError, so that callers can catch this case "
+                        "by its type.") from None
+        message = str(err)
+        missing = [str(d) for d in sorted(found, key=str) if str(d) not in message]
+        if missing:
+            raise Wrong(f"For {what} you raised ValueError, good, but its message {safe_repr(message, 120)} "
+                        f"does not name the devices: it should mention {names}, so whoever reads the error "
+                        "knows where the tensors are.") from None
+        return
+    shown = f"`{got}`" if isinstance(got, torch.device) else safe_repr(got)
+    lead = (f"{what[0].upper() + what[1:]} is spread over {names}, but you returned {shown} instead of "
+            "raising ValueError. ")
+    if isinstance(got, torch.device) and params == {got} and buffers - params:
+        raise Wrong(lead + f"Its parameters are all on {got}, but a buffer is on {_names(buffers - params)}: "
+                    "you looked at the parameters and ignored the buffers (`module.buffers()`).")
+    if isinstance(got, torch.device) and buffers == {got} and params - buffers:
+        raise Wrong(lead + f"Its buffers are all on {got}, but parameters are on {_names(params - buffers)}: "
+                    "look at the parameters too.")
+    first = next(iter(module.parameters()), None)
+    if first is not None and isinstance(got, torch.device) and got == first.device:
+        raise Wrong(lead + f"That is the device of the first parameter only (`next(module.parameters())`?); "
+                    "other tensors are elsewhere. Check every parameter and buffer.")
+    raise Wrong(lead + "A model spread over several devices has no single device: raise ValueError and name them.")

@@ -1,0 +1,91 @@
+"""course_utils.device and course_utils.runtime: device choice, override, banner."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils import device as dev
+from course_utils import runtime
+from course_utils.grading import simulated_accelerator
+
+
+def test_cpu_only_machine_picks_cpu(monkeypatch):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    assert dev.accelerator() is None
+    assert dev.best_device() == torch.device("cpu")
+
+
+def test_accelerator_is_preferred_with_its_current_index(monkeypatch):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    with simulated_accelerator("meta"):
+        assert dev.accelerator() == torch.device("meta")
+        assert dev.best_device() == torch.device("meta", 0)
+
+
+def test_environment_override(monkeypatch):
+    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")
+    with simulated_accelerator("meta"):
+        assert dev.best_device() == torch.device("cpu")
+
+
+def test_override_to_a_missing_device_says_what_to_do(monkeypatch):
+    monkeypatch.setenv(dev.DEVICE_ENV, "cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="Unset COURSE_DEVICE"):
+        dev.best_device()
+
+
+def test_required_accelerator_missing_is_an_error(monkeypatch):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.setenv(dev.REQUIRE_ENV, "1")
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="sees no accelerator"):
+        dev.best_device()
+
+
+def test_free_memory_on_cpu_is_plausible():
+    free = dev.free_memory("cpu")
+    assert free is None or 0 < free < 2**50
+    assert dev.free_memory("meta") is None
+
+
+def test_synchronize_is_a_no_op_on_cpu_and_meta():
+    dev.synchronize("cpu")
+    dev.synchronize("meta")
+
+
+@pytest.mark.parametrize("env, name", [({"COLAB_RELEASE_TAG": "x"}, "Colab"),
+                                       ({"BINDER_SERVICE_HOST": "x"}, "Binder"), ({}, "local")])
+def test_platform_detection(monkeypatch, env, name):
+    for key in ("COLAB_RELEASE_TAG", "BINDER_SERVICE_HOST", "BINDER_REQUEST"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delitem(__import__("sys").modules, "google.colab", raising=False)
+    assert runtime.platform_name() == name
+
+
+def test_banner_without_accelerator_tells_what_to_do(monkeypatch, capsys):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "x")
+    device = runtime.setup("01")
+    out = capsys.readouterr().out
+    assert device == torch.device("cpu")
+    assert torch.__version__ in out and "Lesson 01" in out and "running on: Colab" in out
+    assert "Runtime -> Change runtime type" in out
+
+
+@pytest.mark.gpu
+def test_real_accelerator_is_chosen_and_described(monkeypatch):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    device = dev.best_device()
+    assert device.type == torch.accelerator.current_accelerator().type
+    assert device.index == torch.accelerator.current_device_index()
+    assert dev.describe(device)
+    x = torch.ones(3, device=device)
+    dev.synchronize(device)
+    assert x.device == device

@@ -1,0 +1,123 @@
+"""Quiz and exercise widgets: buttons work, fallbacks read well, progress is recorded."""
+from __future__ import annotations
+
+import ipywidgets
+import pytest
+import torch
+
+from course_utils import store, widgets
+
+
+@pytest.fixture
+def with_widgets(monkeypatch, progress_file):
+    """Pretend we are in a kernel with a widget frontend; give the notebook a namespace."""
+    namespace: dict = {}
+    monkeypatch.setattr(widgets, "_widgets", lambda: ipywidgets)
+    monkeypatch.setattr(widgets, "_user_namespace", lambda: namespace)
+    return namespace
+
+
+def children(box):
+    out = []
+    for child in box.children:
+        out.append(child)
+        if hasattr(child, "children"):
+            out += children(child)
+    return out
+
+
+def find(box, kind, description=None):
+    return next(w for w in children(box) if isinstance(w, kind)
+                and (description is None or w.description == description))
+
+
+def test_quiz_commit_reveals_only_after_commit(with_widgets, progress_file):
+    shown = widgets.quiz("01.default_device")
+    box = shown.widget
+    radio, button = find(box, ipywidgets.RadioButtons), find(box, ipywidgets.Button)
+    feedback = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][-1]
+    assert radio.value is None and feedback.value == ""            # nothing revealed yet
+    button.click()
+    assert "Pick an option first" in feedback.value and not radio.disabled
+    radio.index = 1                                                 # a wrong prediction
+    button.click()
+    assert "Not quite" in feedback.value and "default device" in feedback.value
+    assert radio.disabled and button.disabled
+    assert store.load(progress_file)["quizzes"]["01.default_device"]["first_correct"] is False
+
+
+def test_quiz_right_answer(with_widgets, progress_file):
+    box = widgets.quiz("01.default_device").widget
+    find(box, ipywidgets.RadioButtons).index = 0
+    find(box, ipywidgets.Button).click()
+    assert "Correct!" in [w for w in children(box) if isinstance(w, ipywidgets.HTML)][-1].value
+
+
+def test_display_bundle_has_widget_and_fallbacks(with_widgets):
+    shown = widgets.quiz("01.default_device")
+    bundle = shown._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == shown.widget.model_id
+    assert "course_utils.answer('01.default_device'" in bundle["text/plain"]
+    assert "<pre>" in bundle["text/html"]
+
+
+def test_check_button_rereads_the_learners_definition(with_widgets, progress_file):
+    def nbytes(t):
+        raise NotImplementedError
+    with_widgets["nbytes"] = nbytes
+    shown = widgets.exercise("01.nbytes")
+    status = children(shown.widget)[0]
+    assert "not attempted" in status.value
+    with_widgets["nbytes"] = lambda t: t.numel() * t.element_size()   # the learner fixes the cell
+    find(shown.widget, ipywidgets.Button, "Check").click()
+    assert "passed" in status.value
+    entry = store.load(progress_file)["exercises"]["01.nbytes"]
+    assert entry["passed"] and entry["attempts"] == 1
+
+
+def test_solution_needs_an_attempt_and_hints_come_one_by_one(with_widgets):
+    with_widgets["blank_like"] = lambda t: torch.zeros(t.shape)        # a wrong attempt
+    shown = widgets.exercise("01.blank_like")
+    extra = children(shown.widget)[-1]
+    find(shown.widget, ipywidgets.Button, "Hint").click()
+    assert extra.value.count("<li>") == 1
+    find(shown.widget, ipywidgets.Button, "Hint").click()
+    assert extra.value.count("<li>") == 2
+    find(shown.widget, ipywidgets.Button, "Show solution").click()
+    assert "zeros_like" in extra.value
+
+
+def test_solution_is_withheld_before_an_attempt(with_widgets):
+    def blank_like(t):
+        raise NotImplementedError
+    with_widgets["blank_like"] = blank_like
+    shown = widgets.exercise("01.blank_like")
+    find(shown.widget, ipywidgets.Button, "Show solution").click()
+    assert "Have a go first" in children(shown.widget)[-1].value
+
+
+def test_missing_definition_says_run_the_cell(with_widgets):
+    shown = widgets.exercise("01.nbytes")
+    assert "not defined yet" in repr(shown)
+
+
+def test_plain_python_fallbacks(monkeypatch, progress_file):
+    monkeypatch.setattr(widgets, "_widgets", lambda: None)
+    assert widgets.quiz("01.default_device").widget is None
+    out = widgets.answer("01.default_device", "a")
+    assert out.correct and store.load(progress_file)["quizzes"]["01.default_device"]["correct"]
+    assert "Hint 1/" in widgets.hint("01.nbytes", 1) and "Hint 3/3" in widgets.hint("01.nbytes", 99)
+    assert "Have a go first" in widgets.solution("01.nbytes")
+    assert "def nbytes" in widgets.solution("01.nbytes", force=True)
+    result = widgets.run_check("01.nbytes", lambda t: t.numel())
+    assert result.status == "failed"
+    assert "def nbytes" in widgets.solution("01.nbytes")        # after an attempt it is shown
+
+
+def test_exercise_in_plain_python_finds_the_callers_function(monkeypatch, progress_file):
+    monkeypatch.setattr(widgets, "_widgets", lambda: None)
+    globals()["nbytes"] = lambda t: t.numel() * t.element_size()
+    try:
+        assert "passed" in repr(widgets.exercise("01.nbytes"))
+    finally:
+        del globals()["nbytes"]
