@@ -130,7 +130,13 @@ def exercise(exercise_id: str, answer: Any = _MISSING) -> _Display:
     w = _widgets()
     if w is None:
         return _Display(None, text, result._repr_html_())
-    status = w.HTML(value=result._repr_html_())
+    checks = {"count": 1}
+
+    def status_html(res: Result) -> str:
+        return (res._repr_html_() + f"<small class='course-check-count' style='opacity:.6'>"
+                f"check #{checks['count']}</small>")
+
+    status = w.HTML(value=status_html(result))
     check_button = w.Button(description="Check", button_style="primary", icon="check")
     hint_button = w.Button(description="Hint", icon="lightbulb-o")
     solution_button = w.Button(description="Show solution", icon="eye")
@@ -140,7 +146,8 @@ def exercise(exercise_id: str, answer: Any = _MISSING) -> _Display:
     def on_check(_: Any) -> None:
         new = run_check(exercise_id, answer, namespace)
         shown["attempted"] = shown["attempted"] or new.attempted
-        status.value = new._repr_html_()
+        checks["count"] += 1
+        status.value = status_html(new)
 
     def on_hint(_: Any) -> None:
         shown["hints"] = min(shown["hints"] + 1, len(ex.hints))

@@ -144,6 +144,10 @@ def _is_on_diagnosis(x: Any, wanted: Any) -> str:
     if isinstance(wanted, str) and actual == request:
         return (f"A `torch.device` never equals a string: `torch.device({str(actual)!r}) == {wanted!r}` is False. "
                 "Turn the request into a device first: `torch.device(wanted)`.")
+    if actual == request and isinstance(wanted, torch.device):
+        return (f"`{actual}` is exactly the device asked for. Did you compare a string (such as `.type` or "
+                "`str(...)`) with a `torch.device`? They are never equal: make both sides devices with "
+                "`torch.device(wanted)`, then compare their parts.")
     if actual.type == request.type and request.index is None:
         return (f"`torch.device({request.type!r})` has index None, so it is not == `{actual}`. A request without "
                 "an index asks for any device of that type: compare `.type`, and the index only when one is named.")
@@ -174,10 +178,10 @@ def model_device(module):
 class _Scaled(nn.Module):
     """A linear layer followed by a fixed scale kept in a buffer."""
 
-    def __init__(self, scale_device: str = "cpu"):
+    def __init__(self, scale_device: str = "cpu", persistent: bool = True):
         super().__init__()
         self.linear = nn.Linear(3, 2)
-        self.register_buffer("scale", torch.full((2,), 0.5, device=scale_device))
+        self.register_buffer("scale", torch.full((2,), 0.5, device=scale_device), persistent=persistent)
 
     def forward(self, x):
         return self.linear(x) * self.scale
@@ -197,6 +201,8 @@ def _model_cases() -> list[tuple[str, Callable[[], nn.Module]]]:
         ("`nn.BatchNorm1d(4, track_running_stats=False)` (parameters only; its buffer slots hold None)",
          lambda: nn.BatchNorm1d(4, track_running_stats=False)),
         ("a module with a `Linear` on cpu and a buffer `scale` on meta", lambda: _Scaled("meta")),
+        ("a module with a `Linear` on cpu and a non-persistent buffer `scale` on meta",
+         lambda: _Scaled("meta", persistent=False)),
         ("`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to('meta'))`",
          lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to("meta"))),
         ("`nn.Sequential(nn.Linear(4, 4).to('meta'), nn.BatchNorm1d(4, affine=False))`",
@@ -275,9 +281,8 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
         return
     if got is None:
         if not params:
-            raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers (running "
-                        f"statistics) are on {want}, and you returned None. Buffers live on a device too: "
-                        "include `module.buffers()`.")
+            raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers are on {want}, "
+                        "and you returned None. Buffers live on a device too: include `module.buffers()`.")
         if not any(True for _ in module.parameters(recurse=False)):
             raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, but they all belong to its "
                         "submodules, and you returned None. `module.parameters()` walks the submodules too; "
@@ -318,14 +323,45 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
     shown = f"`{got}`" if isinstance(got, torch.device) else safe_repr(got)
     lead = (f"{what[0].upper() + what[1:]} is spread over {names}, but you returned {shown} instead of "
             "raising ValueError. ")
-    if isinstance(got, torch.device) and params == {got} and buffers - params:
-        raise Wrong(lead + f"Its parameters are all on {got}, but a buffer is on {_names(buffers - params)}: "
-                    "you looked at the parameters and ignored the buffers (`module.buffers()`).")
-    if isinstance(got, torch.device) and buffers == {got} and params - buffers:
-        raise Wrong(lead + f"Its buffers are all on {got}, but parameters are on {_names(params - buffers)}: "
-                    "look at the parameters too.")
-    first = next(iter(module.parameters()), None)
-    if first is not None and isinstance(got, torch.device) and got == first.device:
-        raise Wrong(lead + f"That is the device of the first parameter only (`next(module.parameters())`?); "
-                    "other tensors are elsewhere. Check every parameter and buffer.")
+    raises_for_params = all(_raises_value_error(fn, make()) for make in _PARAMS_SPREAD)
+    raises_for_buffers = _raises_value_error(fn, _BUFFERS_SPREAD())
+    if isinstance(got, torch.device) and got in params and buffers - params and raises_for_params:
+        hidden = [n for n, b in module.named_buffers() if b.device not in params]
+        note = ""
+        if hidden and all(n not in module.state_dict() for n in hidden):
+            note = (f" `{hidden[0]}` is a non-persistent buffer: `module.state_dict()` leaves it out, "
+                    "`module.buffers()` does not.")
+        raise Wrong(lead + f"Its parameters are on {got}, but a buffer is on {_names(buffers - params)}: "
+                    "you ignored (some of) the buffers." + note)
+    if isinstance(got, torch.device) and got in buffers and params - buffers and raises_for_buffers:
+        raise Wrong(lead + f"Its buffers are on {got}, but parameters are on {_names(params - buffers)}: "
+                    "you ignored the parameters.")
+    if not raises_for_params and all(_returns_first_parameter_device(fn, make()) for make in _PARAMS_SPREAD):
+        raise Wrong(lead + "You return the device of the first parameter (`next(module.parameters())`?); "
+                    "other tensors can be elsewhere. Check every parameter and buffer.")
     raise Wrong(lead + "A model spread over several devices has no single device: raise ValueError and name them.")
+
+
+#: Probes used to tell apart why a spread module was not reported.
+_PARAMS_SPREAD = (lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to("meta")),
+                  lambda: nn.Sequential(nn.Linear(3, 4).to("meta"), nn.Linear(4, 2)))
+
+
+def _BUFFERS_SPREAD() -> nn.Module:
+    return nn.Sequential(nn.BatchNorm1d(4, affine=False), nn.BatchNorm1d(4, affine=False).to("meta"))
+
+
+def _raises_value_error(fn: Callable, module: nn.Module) -> bool:
+    try:
+        call(fn, module)
+    except Crashed as e:
+        return isinstance(e.error, ValueError)
+    return False
+
+
+def _returns_first_parameter_device(fn: Callable, module: nn.Module) -> bool:
+    try:
+        got = call(fn, module)
+    except Crashed:
+        return False
+    return isinstance(got, torch.device) and got == next(module.parameters()).device

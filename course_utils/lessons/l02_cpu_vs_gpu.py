@@ -1,0 +1,277 @@
+"""Lesson 02 - CPU vs GPU: picking a device, counting FLOPs, timing asynchronous work correctly."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ..exercises import grader
+from ..grading import Crashed, Wrong, call, expect_callable, safe_repr, simulated_accelerator
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "02.which_check",
+    "Which call tells you whether *any* accelerator PyTorch supports is usable: an NVIDIA GPU, "
+    "Apple's MPS, Intel's XPU, ...?",
+    ["`torch.cuda.is_available()`", "`torch.accelerator.is_available()`",
+     "`torch.device('cuda') is not None`", "`torch.backends.cudnn.is_available()`"],
+    1,
+    "`torch.accelerator` (PyTorch 2.6 and later) asks whichever accelerator this PyTorch was built for. "
+    "`torch.cuda.is_available()` only knows CUDA: it is False on an Apple-silicon Mac even when MPS is "
+    "there. `torch.device('cuda')` is just a name and always succeeds; cuDNN is a library, not a device.",
+)
+add_quiz(
+    "02.flops_double",
+    "Going from a 1024×1024 to a 2048×2048 matrix product (`a @ b`, both square), how much more "
+    "arithmetic is there to do?",
+    ["2×", "4×", "8×", "16×"],
+    2,
+    "Each of the n² outputs is a sum of n products, so the work grows like n³: doubling n gives "
+    "2³ = 8 times the arithmetic (the memory only grows 4×).",
+)
+add_quiz(
+    "02.async_trap",
+    "On a GPU you run `start = time.perf_counter(); c = a @ b; print(time.perf_counter() - start)` "
+    "for two large matrices, with no synchronisation. What does it print?",
+    ["The time the GPU needs to compute the product",
+     "Only the time to queue the work: far less than the product takes",
+     "The product's time plus the time to copy `c` back to the CPU",
+     "Nothing: it raises, because `c` is not ready yet"],
+    1,
+    "GPU work is asynchronous: `a @ b` puts a kernel in the GPU's queue and returns at once. The clock "
+    "stops before the GPU has finished. Python only waits when it needs the result (`print(c)`, "
+    "`.item()`, `.cpu()`) or when you call `torch.accelerator.synchronize()`.",
+)
+add_quiz(
+    "02.timer_threads",
+    "`torch.utils.benchmark.Timer(...)` is created without `num_threads=`. How many CPU threads does "
+    "the code it times get?",
+    ["One", "As many as PyTorch normally uses (`torch.get_num_threads()`)",
+     "One per core, whatever PyTorch's setting", "It depends on the size of the work"],
+    0,
+    "`benchmark.Timer` defaults to `num_threads=1`, so that measurements compare like with like. Your "
+    "real program uses all of PyTorch's threads; pass `num_threads=torch.get_num_threads()` (as "
+    "`cu.time_it` does) to time what it will really do.",
+)
+add_quiz(
+    "02.small_throughput",
+    "On the same CPU, which gets more GFLOP/s (arithmetic per second): a 16×16 matrix product or a "
+    "1024×1024 one?",
+    ["About the same: a CPU computes at a fixed speed",
+     "16×16: small matrices fit in the cache",
+     "1024×1024, by far: a fixed cost per call swamps tiny work",
+     "It cannot be said without a GPU"],
+    2,
+    "Every call pays a fixed cost (Python, PyTorch's dispatcher, and on a GPU a kernel launch) of some "
+    "microseconds. A 16×16 product is only 8,192 operations, so it is mostly that fixed cost; a "
+    "1024×1024 product is two billion operations that keep every arithmetic unit busy.",
+)
+add_quiz(
+    "02.tiny_add",
+    "On the CPU, `x + x` for a 10-element `x` takes some time t per call. About how long per call for "
+    "a 10,000-element `x`?",
+    ["About 1000·t (1000× the elements)", "About 100·t", "Not much more than t", "Less than t"],
+    2,
+    "For tiny tensors the fixed cost of a call dominates: adding the numbers themselves takes "
+    "nanoseconds. That fixed cost is why tiny work does not belong on a GPU, where the launch costs more.",
+)
+
+
+# --- exercise 02.pick_device -----------------------------------------------------------------
+
+def pick_device():
+    """The accelerator if there is one (CUDA, MPS, XPU, ...), else the CPU, as a torch.device."""
+    if torch.accelerator.is_available():
+        return torch.accelerator.current_accelerator()
+    return torch.device("cpu")
+
+
+class _simulated_cpu_only:
+    """Pretend, inside a ``with`` block, that no accelerator is usable, as for a CUDA build of
+    PyTorch on a machine without a GPU: ``torch.accelerator.current_accelerator()`` still names the
+    accelerator the build supports (``cuda``) unless ``check_available=True`` is passed."""
+
+    def __enter__(self) -> None:
+        acc, cuda = torch.accelerator, torch.cuda
+
+        def current_accelerator(check_available: bool = False) -> torch.device | None:
+            return None if check_available else torch.device("cuda")
+
+        def no_device(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+
+        fake = {
+            (acc, "is_available"): lambda: False,
+            (acc, "current_accelerator"): current_accelerator,
+            (acc, "current_device_index"): no_device,
+            (acc, "device_count"): lambda: 0,
+            (cuda, "is_available"): lambda: False,
+            (cuda, "device_count"): lambda: 0,
+        }
+        self._saved = [(module, name, getattr(module, name)) for (module, name) in fake]
+        for (module, name), replacement in fake.items():
+            setattr(module, name, replacement)
+
+    def __exit__(self, *exc: Any) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+
+
+def _picked(fn: Callable, where: str) -> Any:
+    """Call the learner's pick_device; turn a crash into feedback that says what went wrong."""
+    try:
+        return call(fn, context=where)
+    except Crashed as e:
+        if isinstance(e.error, SystemExit):
+            raise
+        message = safe_repr(str(e.error), 200)
+        text = f"{type(e.error).__name__}: {message}"
+        if "not compiled with cuda" in message.lower() or "nvidia driver" in message.lower():
+            why = ("This is what hard-coding `\"cuda\"` does on a machine without CUDA. Ask "
+                   "`torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`.")
+        elif "NoneType" in message:
+            why = ("`torch.accelerator.current_accelerator()` is None when there is no accelerator: "
+                   "check `torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`.")
+        elif "none is available" in message.lower():
+            why = ("That call needs an accelerator. Ask `torch.accelerator.is_available()` first and "
+                   "fall back to `torch.device(\"cpu\")`.")
+        else:
+            why = "Read the message and fix the cell; `pick_device()` takes no arguments."
+        raise Wrong(f"{where[0].upper()}{where[1:]}, your function raised {text}\n"
+                    f"`pick_device()` must never fail there. {why}") from None
+
+
+def _expect_device(got: Any, where: str) -> torch.device:
+    if isinstance(got, str):
+        raise Wrong(f"{where[0].upper()}{where[1:]}, you returned the string {safe_repr(got)}. Return a "
+                    f"`torch.device`, e.g. `torch.device({got!r})`: a string is not a device "
+                    f"(`torch.device('cpu') == 'cpu'` is False), and has no `.type` to inspect.")
+    if got is None:
+        raise Wrong(f"{where[0].upper()}{where[1:]}, you returned None. Without an accelerator, return "
+                    "`torch.device(\"cpu\")` (`current_accelerator(check_available=True)` is None there).")
+    if not isinstance(got, torch.device):
+        raise Wrong(f"{where[0].upper()}{where[1:]}, you returned {safe_repr(got)} "
+                    f"({type(got).__name__}); `pick_device()` should return a `torch.device`.")
+    return got
+
+
+def _hard_coded(got: torch.device, expected: str) -> str:
+    return (f"your function returned `{got}` instead of `{expected}`. It looks hard-coded: "
+            f"hard-coding `\"{got.type}\"` works on one kind of machine and breaks on the others. "
+            "Ask `torch.accelerator` what this machine has.")
+
+
+@grader("02.pick_device", reference=pick_device, title="Pick the best device", hints=(
+    "PyTorch has one device-agnostic module for this question: `torch.accelerator`. It knows CUDA, "
+    "MPS, XPU and the other accelerators, so your code does not have to list them.",
+    "`torch.accelerator.is_available()` says whether there is an accelerator; "
+    "`torch.accelerator.current_accelerator()` gives its `torch.device`. Without one, fall back to "
+    "`torch.device(\"cpu\")`.",
+    "`if torch.accelerator.is_available(): return torch.accelerator.current_accelerator()`, "
+    "then `return torch.device(\"cpu\")`.",
+))
+def _grade_pick_device(answer: Any) -> str:
+    fn = expect_callable(answer, "pick_device")
+
+    # 1. this machine, as it really is
+    real = pick_device()
+    where = ("on this machine (no accelerator)" if real.type == "cpu"
+             else f"on this machine (accelerator: {real.type})")
+    got = _expect_device(_picked(fn, where), where)
+    if got.type != real.type:
+        if real.type == "cpu":
+            raise Wrong(f"This machine has no accelerator, yet {_hard_coded(got, 'cpu')}")
+        raise Wrong(f"This machine has a {real.type} accelerator, but your function returned `{got}`. "
+                    "Return the accelerator when `torch.accelerator.is_available()` is True.")
+
+    # 2. an accelerator that is not CUDA (reported as the data-less `meta` device)
+    where = "when PyTorch reports an accelerator that is not CUDA (the check shows it as `meta`)"
+    with simulated_accelerator() as fake:
+        got = _expect_device(_picked(fn, where), where)
+    if got.type == "cpu":
+        raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (the check "
+                    f"pretends one, shown as `{fake}`), your function returned `cpu`. Testing only "
+                    "`torch.cuda.is_available()` (or a fixed list of backends) misses Apple's MPS, "
+                    "Intel's XPU and others: ask `torch.accelerator.is_available()` and use "
+                    "`torch.accelerator.current_accelerator()`.")
+    if got.type != fake.type:
+        raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (shown as `{fake}`), "
+                    + _hard_coded(got, str(fake)))
+
+    # 3. no accelerator, on a PyTorch build that supports CUDA (like a GPU-less cloud machine)
+    where = "on a machine without an accelerator (simulated, with a CUDA build of PyTorch)"
+    with _simulated_cpu_only():
+        got = _expect_device(_picked(fn, where), where)
+    if got.type != "cpu":
+        raise Wrong(f"On a machine without an accelerator (simulated, with a CUDA build of PyTorch) your "
+                    f"function returned `{got}`. `torch.accelerator.current_accelerator()` names the "
+                    "accelerator PyTorch was *built* for, usable or not: check "
+                    "`torch.accelerator.is_available()` first, or pass `check_available=True`.")
+    return (f"Right here (`{real.type}`), with a simulated non-CUDA accelerator, and with no accelerator "
+            "at all: your code is device-agnostic.")
+
+
+# --- exercise 02.matmul_flops ----------------------------------------------------------------
+
+def matmul_flops(n):
+    """Floating-point operations of an n×n @ n×n matrix product, counted as 2·n³."""
+    return 2 * n ** 3
+
+
+#: Sizes checked, in order: a typical size first (it tells the usual mistakes apart), then the
+#: edge cases, then sizes too large for a float to hold 2·n³ exactly.
+_FLOP_SIZES = (7, 0, 1, 2, 3, 16, 100, 1024, 4096, 10**6 + 1, 2**40 + 3)
+
+
+@grader("02.matmul_flops", reference=matmul_flops, title="Count the work of a matmul", hints=(
+    "The product has n×n outputs. How many multiplications and additions does one output need?",
+    "Each output is a sum of n products: n multiplications and n additions (the convention rounds "
+    "n−1 additions up to n). That is 2n operations for each of the n² outputs.",
+    "`return 2 * n ** 3`: integers only, so it stays exact for any n.",
+))
+def _grade_matmul_flops(answer: Any) -> str:
+    fn = expect_callable(answer, "matmul_flops")
+    for n in _FLOP_SIZES:
+        want = matmul_flops(n)
+        got = call(fn, n, context=f"n={n}")
+        if isinstance(got, torch.Tensor):
+            raise Wrong(f"For n={n} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
+                        "a count needs no tensor (and int64 tensors overflow for large n).")
+        if isinstance(got, float):
+            raise Wrong(f"For n={n} you returned the float {got!r}. Return an int: a float holds whole "
+                        "numbers exactly only up to 2**53 (about 9e15), so for large n a float count is "
+                        "rounded. Use integer arithmetic: `2 * n ** 3`, not `2 * n ** 3.0`, "
+                        "`math.pow` or `/`.")
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise Wrong(f"For n={n} you returned {safe_repr(got)} ({type(got).__name__}); a count of "
+                        "operations should be a Python int.")
+        if got != want:
+            raise Wrong(f"For n={n} the count is {want:,}, you returned {got:,}. " + _flops_diagnosis(n, got))
+    return (f"Exact for {len(_FLOP_SIZES)} sizes, from n = 0 and 1 up to n = {max(_FLOP_SIZES):,}: "
+            "2·n³ as a Python int.")
+
+
+def _flops_diagnosis(n: int, got: int) -> str:
+    if n == 0:
+        return "Empty matrices need no arithmetic at all."
+    if n == 1:
+        return "A 1×1 product is one multiplication and, by the 2·n³ convention, one addition: 2."
+    if got == n ** 3:
+        return ("That is n³: you forgot the 2. Each of the n³ terms is a multiplication AND an addition "
+                "(the add that accumulates it into the sum).")
+    if got == n ** 2:
+        return "That is n², the number of outputs. Each output is a sum of n products, each multiplied and added."
+    if got == 2 * n ** 2:
+        return ("That is 2·n²: one multiply-add per output. But each of the n² outputs needs n "
+                "multiply-adds, one per term of its sum.")
+    if got == n ** 2 * (2 * n - 1):
+        return ("That is the exact count n²(2n−1): n multiplications and n−1 additions per output. "
+                "Well counted! But FLOP rates (GFLOP/s) are quoted with the convention 2·n³; use that.")
+    if got in (int(2 * float(n) ** 3), int(2 * float(n ** 3)), int(float(2 * n ** 3))):
+        return ("Your value went through a float on the way and was rounded: floats hold whole numbers "
+                "exactly only up to 2**53. Use integer arithmetic: `2 * n ** 3`.")
+    if got == 3 * n ** 3:
+        return "Each term is one multiplication and one addition: 2 operations, not 3."
+    return "Count it as 2·n³: n² outputs, each a sum of n products, each product a multiply and an add."

@@ -1,0 +1,400 @@
+"""Lesson 04 - `.cuda()`, the current device, and device-agnostic code."""
+from __future__ import annotations
+
+import inspect
+import io
+import re
+import textwrap
+import tokenize
+from typing import Any, Callable
+
+import torch
+
+from .. import device as _device
+from ..exercises import grader
+from ..grading import (Crashed, NotAttempted, Wrong, call, describe, expect_callable, expect_tensor, random_tensor,
+                       safe_repr, same_values, sample_tensors, simulated_accelerator)
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "04.no_gpu_cuda",
+    "On a runtime with no GPU, what does `torch.ones(1).cuda()` do?",
+    ["Returns the tensor on the CPU, unchanged", "Raises an error",
+     "Prints a warning, then returns the tensor on the CPU", "Returns a tensor on the `meta` device"],
+    1,
+    "`.cuda()` is an order, not a wish: PyTorch never falls back to the CPU for you. On a PyTorch "
+    "build without CUDA the error is `AssertionError: Torch not compiled with CUDA enabled`; on a CUDA "
+    "build without a usable GPU it is a `RuntimeError` such as `Found no NVIDIA driver on your system` "
+    "or `No CUDA GPUs are available`.",
+)
+add_quiz(
+    "04.cuda_current",
+    "A machine has two GPUs. After `torch.cuda.set_device(1)`, where does `torch.ones(3).cuda()` put "
+    "the new tensor?",
+    ["On `cuda:0`: `.cuda()` always means GPU 0", "On `cuda:1`, the current device",
+     "On whichever GPU has more free memory", "Nowhere: with two GPUs `.cuda()` needs an index"],
+    1,
+    "`.cuda()` without an index, like `.to('cuda')`, targets the *current* CUDA device. The current "
+    "device is 0 when a program starts, which is why many people believe `.cuda()` always means GPU 0. "
+    "`torch.cuda.set_device(i)` and the `with torch.cuda.device(i):` block change it.",
+)
+add_quiz(
+    "04.cuda_device_context",
+    "On a machine with two GPUs you run `with torch.cuda.device(1): x = torch.randn(2)`. "
+    "Where does `x` live?",
+    ["On `cuda:1`", "On `cuda:0`", "On the CPU", "Nowhere: the block raises an error"],
+    2,
+    "`torch.cuda.device(1)` changes the *current CUDA device*: what `.cuda()` and `'cuda'` without an "
+    "index mean. Where factory functions such as `torch.randn` allocate is the *default device*, and "
+    "that is still the CPU. To create tensors on GPU 1, pass `device='cuda:1'` or use "
+    "`with torch.device('cuda:1'):`.",
+)
+add_quiz(
+    "04.visible_devices",
+    "You start Python with `CUDA_VISIBLE_DEVICES=2,3` on a machine with four GPUs. Inside that "
+    "program, what is physical GPU 3 called?",
+    ["`cuda:3`", "`cuda:1`", "`cuda:0`", "Nothing: only GPU 2 can be used"],
+    1,
+    "The program sees only the GPUs you list, renumbered from 0 in the order you list them: physical "
+    "GPU 2 becomes `cuda:0` and GPU 3 becomes `cuda:1`, and `torch.cuda.device_count()` is 2. "
+    "`.cuda(3)` would fail, because this program has no device 3.",
+)
+add_quiz(
+    "04.cuda_check_on_mac",
+    "`device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')` runs on a Mac whose "
+    "accelerator is Apple's MPS. What is `device`?",
+    ["`mps`", "`cpu`", "`cuda`, which PyTorch maps to MPS on a Mac", "It raises an error"],
+    1,
+    "`torch.cuda.is_available()` asks about CUDA and nothing else. On a Mac it is False, so this code "
+    "quietly runs everything on the CPU. `torch.accelerator.current_accelerator()` names whichever "
+    "accelerator this PyTorch has: `cuda`, `mps`, `xpu`, ...",
+)
+
+
+# --- shared helpers for the checks -------------------------------------------------------------
+
+class _no_accelerator:
+    """Pretend, for a ``with`` block, that no accelerator exists (a no-op on CPU-only machines).
+
+    Used to check the "no accelerator" branch of an answer on a machine that has one.
+    """
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> None:
+        acc = _device.accelerator()
+        if acc is None:
+            return
+        fake: dict[tuple[Any, str], Any] = {
+            (torch.accelerator, "is_available"): lambda: False,
+            (torch.accelerator, "current_accelerator"): lambda check_available=False: None,
+            (torch.accelerator, "device_count"): lambda: 0,
+            (torch.cuda, "is_available"): lambda: False,
+            (torch.cuda, "device_count"): lambda: 0,
+        }
+        backend = getattr(torch.backends, acc.type, None) or getattr(torch, acc.type, None)
+        if backend is not None and callable(getattr(backend, "is_available", None)):
+            fake[(backend, "is_available")] = lambda: False
+        for (module, name), replacement in fake.items():
+            self._saved.append((module, name, getattr(module, name)))
+            setattr(module, name, replacement)
+
+    def __exit__(self, *exc: Any) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved.clear()
+
+
+def _error_text(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {error}"
+    except BaseException:
+        return type(error).__name__
+
+
+def _asks_for_cuda(error: BaseException) -> bool:
+    """Whether an error came from asking for CUDA where there is none."""
+    text = _error_text(error).lower()
+    return any(word in text for word in ("cuda", "nvidia", "accelerator device when none"))
+
+
+def _code(fn: Callable) -> str:
+    """The learner's source without comments ('' when it cannot be read)."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except BaseException:
+        return ""
+    try:
+        tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(src).readline)
+                  if tok.type != tokenize.COMMENT]
+        return tokenize.untokenize(tokens)
+    except BaseException:  # e.g. a lambda whose source line does not parse on its own
+        return src
+
+
+_INDEX_ZERO = re.compile(r"""cuda:0|\.cuda\(\s*(device\s*=\s*)?0\s*\)|device\(\s*['"]cuda['"]\s*,\s*0\s*\)""")
+
+
+def _call(fn: Callable, *args: Any, context: str) -> Any:
+    """:func:`call`, except that reading a meta tensor's data is a mistake, not "not attempted"."""
+    try:
+        return call(fn, *args, context=context)
+    except NotAttempted as e:
+        original = e.__context__
+        if isinstance(original, NotImplementedError) and "meta" in _error_text(original):
+            raise Wrong(
+                f"For {context}, your function tried to read the data of a `meta` tensor: "
+                f"{safe_repr(_error_text(original), 160)}. Meta tensors have shape, dtype and device but no "
+                "values, so copying one to the CPU fails. Did you move the input with `.cpu()` or "
+                "`.to('cpu')`? Leave it on its device.") from None
+        raise
+
+
+def _index_zero_note(fn: Callable) -> str:
+    if _INDEX_ZERO.search(_code(fn)):
+        return (" Also, `cuda:0` is GPU 0, which is not always the current device (`set_device`, "
+                "`torch.cuda.device(i)` and `CUDA_VISIBLE_DEVICES` all change what 'current' is): a "
+                "device without an index, such as `torch.accelerator.current_accelerator()`, means "
+                "the current one.")
+    return ""
+
+
+# --- exercise 04.to_accelerator ----------------------------------------------------------------
+
+def to_accelerator(t):
+    """Move ``t`` to the current accelerator; without one, return ``t`` itself."""
+    if not torch.accelerator.is_available():
+        return t
+    return t.to(torch.accelerator.current_accelerator())
+
+
+@grader("04.to_accelerator", reference=to_accelerator, title="To the accelerator, whichever it is", hints=(
+    "Two questions, asked inside the function each time it runs: is there an accelerator at all, and "
+    "which one? `torch.accelerator` answers both for CUDA, MPS, XPU and the rest; `torch.cuda` only "
+    "knows about CUDA.",
+    "`torch.accelerator.is_available()` says whether there is one; "
+    "`torch.accelerator.current_accelerator()` gives its device (e.g. `cuda`, without an index, which "
+    "means the current device). With no accelerator, return `t` itself: `return t`, not a copy.",
+    "`if not torch.accelerator.is_available(): return t`, then "
+    "`return t.to(torch.accelerator.current_accelerator())`.",
+))
+def _grade_to_accelerator(answer: Any) -> str:
+    fn = expect_callable(answer, "to_accelerator")
+    cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
+
+    # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
+    with simulated_accelerator() as fake:
+        for t in cases:
+            try:
+                got = _call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
+            except Crashed as e:
+                if _asks_for_cuda(e.error):
+                    raise Wrong(
+                        "The check simulates a machine whose accelerator is not CUDA (as on a Mac with "
+                        f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
+                        f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
+                        "`.cuda()`, `.to('cuda')` and `'cuda:0'` only work with CUDA; move `t` to "
+                        "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn)) from None
+                raise
+            got = expect_tensor(got, f"For a {describe(t)}, your result")
+            if got.device.type == "cpu":
+                raise Wrong(
+                    f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
+                    f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
+                    "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()` misses every "
+                    "accelerator that is not CUDA, and a device chosen once outside the function misses "
+                    "changes: ask `torch.accelerator.is_available()` and `current_accelerator()` inside the "
+                    "function.")
+            if got.device.type != fake.type:
+                raise Wrong(
+                    f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
+                    f"to `{got.device}`. Hard-coding a device type (such as `.cuda()` or `'cuda'`) only works "
+                    "on machines that have it; move to `torch.accelerator.current_accelerator()`."
+                    + _index_zero_note(fn))
+            _same_meta(t, got)
+
+    # 2. No accelerator: the very same object comes back.
+    with _no_accelerator():
+        for t in cases[:6] + cases[-2:]:
+            try:
+                got = _call(fn, t, context=f"a {describe(t)} with no accelerator")
+            except Crashed as e:
+                if _asks_for_cuda(e.error):
+                    raise Wrong(
+                        "With no accelerator, your function still asked for CUDA and failed with "
+                        f"{safe_repr(_error_text(e.error), 160)}. Check `torch.accelerator.is_available()` "
+                        "first, and return `t` unchanged when it is False.") from None
+                if isinstance(e.error, AttributeError) and "NoneType" in _error_text(e.error):
+                    raise Wrong(
+                        "With no accelerator your function failed with "
+                        f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
+                        "returns None when there is none. Check `torch.accelerator.is_available()` first, "
+                        "and return `t` itself when it is False.") from None
+                raise
+            if got is t:
+                continue
+            got = expect_tensor(got, f"With no accelerator, for a {describe(t)}, your result")
+            if got.device != t.device:
+                raise Wrong(f"With no accelerator, your function moved a {describe(t)} to `{got.device}`. "
+                            "When `torch.accelerator.is_available()` is False, return `t` itself.")
+            raise Wrong(
+                f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
+                "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
+                "for the same object: a copy costs memory and time and breaks code that expects "
+                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.")
+
+    # 3. A real accelerator, if there is one: the *current* device, with the values intact.
+    acc = _device.accelerator()
+    checked_real = ""
+    if acc is not None:
+        count = torch.accelerator.device_count()
+        indices = [torch.accelerator.current_device_index()]
+        if count >= 2:
+            indices.append(count - 1 if indices[0] != count - 1 else 0)
+        for index in indices:
+            with torch.accelerator.device_index(index):
+                for t in cases:
+                    try:
+                        want = to_accelerator(t)
+                    except Exception:  # a dtype this accelerator does not support (float64 on MPS)
+                        continue
+                    got = expect_tensor(_call(fn, t, context=f"a {describe(t)} (current device: {want.device})"),
+                                        f"For a {describe(t)}, your result")
+                    if got.device != want.device:
+                        if got.device.type == want.device.type:
+                            raise Wrong(
+                                f"The current device was `{want.device}`, but your function moved the tensor to "
+                                f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
+                                "`torch.cuda.device(i)`: use the accelerator's device without an index.")
+                        raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
+                                    f"tensor on `{got.device}`.")
+                    _same_meta(t, got)
+                    if not same_values(got.cpu(), t):
+                        raise Wrong(f"For a {describe(t)} your result holds different values: moving must "
+                                    "not change them.")
+        checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
+    return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
+            f"object when there was none{checked_real}.")
+
+
+def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
+    if got.shape != t.shape:
+        raise Wrong(f"For a {describe(t)} your result has shape {tuple(got.shape)}: moving must not change it.")
+    if got.dtype != t.dtype:
+        raise Wrong(f"For a {describe(t)} your result has dtype {got.dtype}: moving must not change the "
+                    "dtype (pass only the device to `.to`).")
+
+
+# --- exercise 04.mask_future -------------------------------------------------------------------
+
+def mask_future(scores):
+    """``scores`` with every entry above the diagonal (column > row) set to -inf, on ``scores``' device."""
+    n = scores.shape[-1]
+    future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)
+    return scores.masked_fill(future, float("-inf"))
+
+
+_MASK_SHAPES = ((1, 1), (4, 4), (2, 5, 5), (2, 3, 6, 6), (3, 3), (1, 2, 7, 7))
+_MASK_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(404)
+    cases = []
+    for i, shape in enumerate(_MASK_SHAPES):
+        for j, device in enumerate(devices):
+            cases.append(random_tensor(shape, _MASK_DTYPES[(i + j) % len(_MASK_DTYPES)], gen, device))
+    return cases
+
+
+@grader("04.mask_future", reference=mask_future, title="A mask that goes where the scores are", hints=(
+    "A function that receives tensors should not choose a device at all: leave `scores` where it is, "
+    "and make every new tensor on `scores.device`.",
+    "Build the mask with `torch.ones(n, n, dtype=torch.bool, device=scores.device)`, keep the part "
+    "above the diagonal with `.triu(1)` (or `torch.triu(..., diagonal=1)`), then "
+    "`scores.masked_fill(mask, float('-inf'))`.",
+    "`n = scores.shape[-1]`; `future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)`; "
+    "`return scores.masked_fill(future, float('-inf'))`.",
+))
+def _grade_mask_future(answer: Any) -> str:
+    fn = expect_callable(answer, "mask_future")
+    local = _score_cases([torch.device("cpu"), torch.device("meta")])
+    acc = _device.accelerator()
+    real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
+    # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
+    # accelerator" instead of following them is caught even on a CPU-only machine.
+    with simulated_accelerator():
+        for t in local:
+            _check_mask_case(fn, t)
+    checked = 0
+    for t in real:
+        try:
+            mask_future(t)
+        except Exception:  # a dtype this accelerator does not support
+            continue
+        _check_mask_case(fn, t)
+        checked += 1
+    where = "cpu and meta" + (f" and {acc.type}" if checked else "")
+    return (f"Right on {len(local) + checked} score tensors ({where}), batched or not, in four float dtypes: "
+            "your mask follows the scores.")
+
+
+def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
+    before = t.clone()
+    try:
+        got = _call(fn, t, context=f"scores that are a {describe(t)}")
+    except Crashed as e:
+        text = _error_text(e.error)
+        if "expected device" in text or "same device" in text:
+            raise Wrong(
+                f"For scores that are a {describe(t)}, your mask and the scores ended up on different "
+                f"devices: {safe_repr(text, 160)}. `torch.ones(n, n)` alone is made on the default device "
+                "(the CPU), `.cuda()` picks the current GPU, and moving to 'the accelerator' is wrong too "
+                "when the scores are elsewhere: make the mask with `device=scores.device`.") from None
+        if _asks_for_cuda(e.error):
+            raise Wrong(
+                f"For scores that are a {describe(t)}, your function still asks for CUDA (`.cuda()` or "
+                f"`'cuda'`) and fails: {safe_repr(text, 160)}. Make the mask with `device=scores.device` "
+                "and leave `scores` where it is.") from None
+        raise
+    got = expect_tensor(got, f"For scores that are a {describe(t)}, your result")
+    if not same_values(t, before):
+        raise Wrong("Your function changed `scores` in place (`masked_fill_`?). Return a new tensor and "
+                    "leave the input alone.")
+    if got is t:
+        raise Wrong("Your function returned `scores` itself (`masked_fill_`, with the underscore, changes its "
+                    "input in place). Return a new, masked tensor: `masked_fill`.")
+    if got.device != t.device:
+        raise Wrong(
+            f"The scores were on `{t.device}` but your result is on `{got.device}`. A function that receives "
+            "tensors should not move them (that costs a copy, and the caller's other tensors stay where "
+            "they were): work on `scores.device`, not on 'the accelerator'.")
+    if got.shape != t.shape:
+        raise Wrong(f"For scores that are a {describe(t)} your result has shape {tuple(got.shape)}.")
+    if got.dtype != t.dtype:
+        raise Wrong(f"For scores that are a {describe(t)} your result has dtype {got.dtype}; keep the "
+                    "scores' dtype.")
+    if t.device.type == "meta":
+        return
+    want = mask_future(t)
+    if torch.equal(got, want):
+        return
+    n = t.shape[-1]
+    ones = torch.ones(n, n, dtype=torch.bool, device=t.device)
+    if torch.equal(got, t.masked_fill(ones.triu(0), float("-inf"))):
+        raise Wrong("You also masked the diagonal. Position i may look at itself: mask only column > row "
+                    "(`triu(1)`, or `diagonal=1`).")
+    if torch.equal(got, t.masked_fill(ones.tril(-1), float("-inf"))):
+        raise Wrong("You masked the past (below the diagonal) instead of the future (above it). "
+                    "`triu` keeps the upper triangle, `tril` the lower one.")
+    future = ones.triu(1).expand_as(t)
+    masked = got[future]
+    if masked.numel() and bool(torch.isfinite(masked).all()) and torch.equal(got[~future], t[~future]):
+        raise Wrong(f"The masked entries should be -inf (`float('-inf')`), but yours are "
+                    f"{safe_repr(masked.unique()[:3].tolist())}.")
+    wrong = int((got != want).sum())
+    raise Wrong(f"For scores that are a {describe(t)}, {wrong} entries differ from the expected result. "
+                "Entries with column > row become -inf; every other entry keeps its score.")

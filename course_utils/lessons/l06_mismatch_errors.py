@@ -1,0 +1,431 @@
+"""Lesson 06 - device-mismatch errors: read them, reproduce them, find the tensor, fix it."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from torch import nn
+
+from .. import device as _device
+from ..exercises import grader
+from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, expect_tensor,
+                       safe_repr)
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "06.add_error",
+    "`a = torch.ones(3, device=target)` lives on your GPU (or `meta`); `b = torch.ones(3)` names no device. "
+    "What does `a + b` do?",
+    ["It copies `b` to `a`'s device and adds", "It raises a RuntimeError about devices",
+     "It adds on the CPU and returns a CPU tensor", "It returns a tensor on `a`'s device with a warning"],
+    1,
+    "PyTorch never moves a tensor for you: `b` was made on the default device, the CPU, and an operation "
+    "needs all its (non-scalar) tensors on one device. You get a RuntimeError that names the two devices.",
+)
+add_quiz(
+    "06.to_no_assign",
+    "`x = torch.randn(8, 4)`, then the line `x.to(target)` on its own. Where is `x` now?",
+    ["On `target`", "On the CPU, where it was", "On both: `.to` made a second copy that `x` also points to",
+     "Nowhere: `x` was freed when it moved"],
+    1,
+    "`Tensor.to` returns a new tensor and leaves `x` alone. Without `x = x.to(target)` the moved copy is "
+    "thrown away. (`Module.to` is different: it changes the module in place, so `model.to(device)` alone works.)",
+)
+add_quiz(
+    "06.plain_attribute",
+    "A module's `__init__` does `self.mean = torch.zeros(4)` (a plain attribute). After "
+    "`norm = Standardize(...).to(target)`, where is `norm.mean`?",
+    ["On `target`, like the rest of the module", "Still on the CPU", "On both devices",
+     "It was dropped: `.to` keeps only parameters"],
+    1,
+    "`Module.to` moves what the module has registered: parameters, buffers and submodules. A plain tensor "
+    "attribute is invisible to it (and to `state_dict()`): it stays on the CPU. Register it with "
+    "`self.register_buffer(\"mean\", ...)` and it moves.",
+)
+add_quiz(
+    "06.optimizer_state",
+    "You build `opt = torch.optim.Adam(model.parameters())` on the CPU, train one step, then call "
+    "`model.to(target)`. Where is Adam's `exp_avg` for the weight?",
+    ["On `target`: `Module.to` moves the optimizer too", "Still on the CPU, where Adam created it",
+     "Nowhere: Adam deletes its state and starts again", "On `target`, because the next `opt.step()` moves it"],
+    1,
+    "Optimizer state is made next to the parameters the first time `step()` runs, and nothing moves it "
+    "afterwards: `Module.to` knows nothing about the optimizer. Move the model first, then create the "
+    "optimizer (or load its state after moving).",
+)
+add_quiz(
+    "06.zero_dim",
+    "`a = torch.ones(3, device=target)`. Which of these runs without an error?",
+    ["Both `a * torch.tensor(2.0)` and `a * torch.tensor([2.0])`", "Only `a * torch.tensor(2.0)`",
+     "Only `a * torch.tensor([2.0])`", "Neither: both multiply by a CPU tensor"],
+    1,
+    "`torch.tensor(2.0)` is 0-dimensional. PyTorch lets a 0-dim CPU tensor take part in an operation on "
+    "any device, like a Python number. `torch.tensor([2.0])` has one element but one dimension, and gets "
+    "no such pass.",
+)
+
+
+# --- exercise 06.find_mismatches -------------------------------------------------------------
+
+def find_mismatches(model, inputs, device):
+    """Sorted names of the parameters, buffers and inputs that are not on ``device``."""
+    device = torch.device(device)
+    named = [*model.named_parameters(), *model.named_buffers(), *inputs.items()]
+    return sorted(name for name, tensor in named if tensor.device != device)
+
+
+class _Net(nn.Module):
+    """The model the checks use: nested layers, BatchNorm buffers, a persistent and a non-persistent buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6))
+        self.head = nn.Linear(6, 2)
+        self.register_buffer("scale", torch.ones(2))
+        self.register_buffer("mask", torch.ones(2), persistent=False)
+
+    def forward(self, x):
+        return self.head(self.body(x)) * self.scale * self.mask
+
+
+class _ReportsDevice(torch.Tensor):
+    """A CPU tensor whose ``.device`` reports another device: a stand-in for a second GPU on any machine."""
+
+    @property
+    def device(self):  # type: ignore[override]
+        return self._reported_device
+
+
+def _reporting(device: str, gen: torch.Generator) -> torch.Tensor:
+    t = torch.Tensor._make_subclass(_ReportsDevice, torch.randn(3, generator=gen))
+    t._reported_device = torch.device(device)
+    return t
+
+
+def _mismatch_cases() -> list[tuple[str, nn.Module, dict, Any, str]]:
+    """(description, model, inputs, device, tag) for each check; tag marks what a case is there to catch."""
+    gen = torch.Generator().manual_seed(6)
+    meta = torch.device("meta")
+    cases = []
+
+    model = _Net()
+    cases.append(("the model on the CPU, input `x` on meta, device=\"cpu\" (a string)", model,
+                  {"x": torch.randn(8, 4, generator=gen).to(meta), "y": torch.randn(8, generator=gen)},
+                  "cpu", "string"))
+
+    model = _Net()
+    model.body.to(meta)  # everything but the head moves to meta
+    model.scale, model.mask = model.scale.to(meta), model.mask.to(meta)
+    cases.append(("the model moved to meta except its head, device=torch.device(\"meta\")", model,
+                  {"x": torch.randn(8, 4, generator=gen).to(meta),
+                   "labels": torch.randint(0, 2, (8,), generator=gen)}, meta, "device"))
+
+    model = _Net().to(meta)
+    model.scale = torch.ones(2)  # replaces the registered buffer with a CPU tensor: still a buffer
+    cases.append(("a buffer (`scale`) left on the CPU, device=\"meta\"", model,
+                  {"x": torch.randn(8, 4, generator=gen).to(meta)}, "meta", "buffer"))
+
+    model = _Net().to(meta)
+    model.mask = torch.ones(2)
+    cases.append(("a buffer registered with persistent=False (`mask`) left on the CPU, device=\"meta\"", model,
+                  {"x": torch.randn(8, 4, generator=gen).to(meta)}, "meta", "nonpersistent"))
+
+    cases.append(("everything on the CPU, device=torch.device(\"cpu\")", _Net(),
+                  {"x": torch.randn(8, 4, generator=gen)}, torch.device("cpu"), "none"))
+
+    cases.append(("the whole model on meta and no inputs, device=\"cpu\"", _Net().to(meta), {}, "cpu", "unsorted"))
+
+    cases.append(("a simulated machine with two GPUs: inputs that report cuda:0 and cuda:1, "
+                  "device=torch.device(\"cuda:0\")", _Net(),
+                  {"on_gpu0": _reporting("cuda:0", gen), "on_gpu1": _reporting("cuda:1", gen)},
+                  torch.device("cuda:0"), "index"))
+
+    acc = _device.accelerator()
+    if acc is not None:
+        target = _device.best_device()
+        model = _Net()
+        model.head.to(target)  # everything but the body moves to the accelerator
+        model.scale, model.mask = model.scale.to(target), model.mask.to(target)
+        cases.append((f"the model on {target} except its body, input `x` on the CPU, device=\"{target}\"", model,
+                      {"x": torch.randn(8, 4, generator=gen), "y": torch.randn(8, generator=gen).to(target)},
+                      str(target), "accelerator"))
+    return cases
+
+
+def _placement(model: nn.Module) -> list[tuple[str, str]]:
+    return [(n, str(t.device)) for n, t in [*model.named_parameters(), *model.named_buffers()]]
+
+
+@grader("06.find_mismatches", reference=find_mismatches, title="Find the odd ones out", hints=(
+    "Three kinds of tensors take part in a forward pass: the model's parameters, its buffers and the "
+    "inputs. Collect the names of all three, keep those whose device is not `device`, and sort.",
+    "`model.named_parameters()` and `model.named_buffers()` give (name, tensor) pairs, and so does "
+    "`inputs.items()`. Compare devices as devices: `torch.device(device)` turns a string into one, and "
+    "`t.device == \"cpu\"` is always False because a device never equals a string.",
+    "`device = torch.device(device)`, then "
+    "`return sorted(n for n, t in [*model.named_parameters(), *model.named_buffers(), *inputs.items()] "
+    "if t.device != device)`.",
+))
+def _grade_find_mismatches(answer: Any) -> str:
+    fn = expect_callable(answer, "find_mismatches")
+    cases = _mismatch_cases()
+    for description, model, inputs, device, tag in cases:
+        expected = find_mismatches(model, inputs, device)
+        before = _placement(model)
+        try:
+            got = call(fn, model, dict(inputs), device, context=f"{description}")
+        except Crashed as e:
+            if tag == "index":
+                raise Wrong(f"In {description}, your function raised {type(e.error).__name__}: "
+                            f"{safe_repr(str(e.error), 160)}. Look at where tensors are, don't move them: "
+                            "compare `t.device` with `torch.device(device)`.") from None
+            raise
+        if _placement(model) != before:
+            raise Wrong("Your function moved the model's tensors (a `model.to(...)` inside?). "
+                        "Only look at where tensors are; leave them there.")
+        if got != expected:
+            raise Wrong(f"In the case of {description}, the answer is {safe_repr(expected, 200)}, "
+                        f"you returned {safe_repr(got, 200)}.\n"
+                        + _diagnose(got, expected, model, inputs, device, tag))
+    where = ", ".join(sorted({str(torch.device(c[3])) for c in cases if c[4] != "index"}))
+    return (f"Right in {len(cases)} cases: parameters, buffers (persistent or not) and inputs, on {where}, "
+            "the device given as a string or a torch.device, and a simulated second GPU.")
+
+
+def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any, tag: str) -> str:
+    if got is None:
+        return "Your function returned None: did you forget the `return`?"
+    if isinstance(got, (set, frozenset)):
+        return "Return a list, sorted: a set has no order. `sorted(...)` makes a list."
+    if isinstance(got, (tuple, dict)) or inspect.isgenerator(got):
+        return "Return a list of names, sorted: `sorted(...)` makes one from any iterable."
+    if not isinstance(got, list):
+        return f"Return a list of names, not a {type(got).__name__}."
+    if any(not isinstance(g, str) for g in got):
+        odd = next(g for g in got if not isinstance(g, str))
+        if isinstance(odd, torch.Tensor):
+            return "Return the names (strings), not the tensors themselves."
+        if isinstance(odd, tuple):
+            return "Return just the names, not (name, tensor) pairs."
+        return f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__})."
+    if len(set(got)) != len(got):
+        return "Some names appear twice: list each tensor once."
+    params = {n for n, _ in model.named_parameters()}
+    buffers = {n for n, _ in model.named_buffers()}
+    everything = params | buffers | set(inputs)
+    got_set, want = set(got), set(expected)
+    if got_set == want:
+        return "The right names, in the wrong order: return them sorted (`sorted(names)`)."
+    unknown = got_set - everything
+    if unknown:
+        return (f"{safe_repr(sorted(unknown))} are not names of this model's tensors or inputs. Use the full "
+                "dotted names that `named_parameters()` / `named_buffers()` give (like `head.weight`), and "
+                "the input dict's keys.")
+    on_device = everything - want
+    if on_device and got_set == on_device:
+        return "You listed the tensors that ARE on the device; list the ones that are not."
+    if on_device and got_set == everything:
+        if isinstance(device, str):
+            return (f"You reported every tensor, even those on `{device}`. Here `device` is the string "
+                    f"{device!r}, and a torch.device never equals a string (`t.device == \"cpu\"` is False). "
+                    "Convert first: `torch.device(device)`.")
+        return ("You reported every tensor, even those already on the device. Here `device` is a "
+                "torch.device: comparing it with a string such as `str(t.device)` is always unequal. "
+                "Convert both sides to `torch.device` (`torch.device(device)`) and compare those.")
+    missing, extra = want - got_set, got_set - want
+    reasons = []
+    if tag == "index" and "on_gpu1" in missing:
+        reasons.append("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
+                       "`.type` ignores the device index. Compare whole devices: "
+                       "`t.device != torch.device(device)`.")
+    non_persistent = {n for n in buffers if n.rsplit(".", 1)[-1] == "mask"}
+    if missing & buffers and missing & buffers <= non_persistent and tag == "nonpersistent":
+        reasons.append("You missed the buffer `mask`, registered with persistent=False. `state_dict()` leaves "
+                       "such buffers out; `model.named_buffers()` lists them all.")
+    elif missing & buffers:
+        reasons.append(f"You missed buffers ({', '.join(sorted(missing & buffers))}): buffers move with the "
+                       "model and take part in forward too. Add `model.named_buffers()`.")
+    if missing & set(inputs):
+        reasons.append(f"You missed inputs ({', '.join(sorted(missing & set(inputs)))}): check the `inputs` "
+                       "dict as well, by its keys.")
+    if missing & params:
+        reasons.append(f"You missed parameters ({', '.join(sorted(missing & params))}): use "
+                       "`model.named_parameters()`, which includes every submodule's.")
+    if extra:
+        reasons.append(f"You reported {', '.join(sorted(extra))}, which {'is' if len(extra) == 1 else 'are'} "
+                       f"already on {torch.device(device)}.")
+    return " ".join(reasons) or "Compare each tensor's device with `torch.device(device)`."
+
+
+# --- exercise 06.scaler ----------------------------------------------------------------------
+
+class Scaler(nn.Module):
+    """Multiplies its input by a constant vector of ``features`` twos; the constant follows ``.to``."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.register_buffer("scale", torch.full((features,), 2.0))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def _held_tensors(module: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
+    """(kind, name, tensor) for every tensor a module holds: parameters, buffers, plain attributes."""
+    held = [("parameter", n, p) for n, p in module.named_parameters()]
+    held += [("buffer", n, b) for n, b in module.named_buffers()]
+    for prefix, sub in module.named_modules():
+        for key, value in vars(sub).items():
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, torch.Tensor):
+                held.append(("plain attribute", name, value))
+            elif isinstance(value, (list, tuple)) and not key.startswith("_"):
+                held += [("plain attribute", f"{name}[{i}]", v) for i, v in enumerate(value)
+                         if isinstance(v, torch.Tensor)]
+    return held
+
+
+def _build(cls: type, features: int) -> nn.Module:
+    try:
+        module = call(cls, features, context=f"Scaler({features})")
+    except Crashed as e:
+        text = str(e.error)
+        if isinstance(e.error, AttributeError) and ("before Module.__init__() call" in text
+                                                    or "_parameters" in text or "_buffers" in text
+                                                    or "_modules" in text):
+            raise Wrong(f"Scaler({features}) raised AttributeError: {safe_repr(text, 120)}. Your `__init__` "
+                        "must call `super().__init__()` first: that sets up the module's registries of "
+                        "parameters, buffers and submodules.") from None
+        raise
+    if not isinstance(module, nn.Module):
+        raise Wrong(f"Scaler({features}) gave {safe_repr(module)}, not an nn.Module.")
+    if "_parameters" not in vars(module) or "_buffers" not in vars(module):
+        raise Wrong("Your `__init__` never calls `super().__init__()`, so this is not a working module: "
+                    "`.to`, `parameters()` and `state_dict()` all depend on it. Call it first.")
+    return module
+
+
+@grader("06.scaler", reference=Scaler, title="A constant that follows the model", hints=(
+    "The constant is part of the module's state but must not be trained. Parameters are trained; plain "
+    "attributes are not moved by `.to`. There is a third kind of tensor a module can hold.",
+    "`self.register_buffer(name, tensor)` in `__init__` stores a tensor that `.to` moves and the optimizer "
+    "never sees. `torch.full((features,), 2.0)` makes the twos.",
+    "In `__init__`: `super().__init__()` then `self.register_buffer(\"scale\", torch.full((features,), 2.0))`; "
+    "in `forward`: `return x * self.scale`.",
+))
+def _grade_scaler(answer: Any) -> str:
+    cls = expect_callable(answer, "Scaler", kind="class")
+    if not issubclass(cls, nn.Module):
+        raise Wrong("`Scaler` should subclass `nn.Module`: `class Scaler(nn.Module):`.")
+    gen = torch.Generator().manual_seed(60)
+    for features in (3, 1, 5):
+        module = _build(cls, features)
+        held = _held_tensors(module)
+        params = [n for k, n, _ in held if k == "parameter"]
+        if params:
+            raise Wrong(f"Scaler({features}) has a parameter ({', '.join(params)}): an `nn.Parameter` is "
+                        "trainable, so `model.parameters()` hands it to the optimizer, which would change "
+                        "your twos (even with requires_grad=False it is still a parameter). Store the "
+                        "constant with `self.register_buffer(...)` instead.")
+        plain = [n for k, n, _ in held if k == "plain attribute"]
+        if plain:
+            raise Wrong(_plain_attribute_feedback(module, plain[0], features))
+        if not held:
+            raise Wrong(f"Scaler({features}) holds no tensor. The exercise asks you to store the constant vector "
+                        "in the module (so it follows `.to`): create it in `__init__` and register it with "
+                        "`self.register_buffer(...)`.")
+        if not any(tuple(t.shape) == (features,) for _, _, t in held):
+            shapes = ", ".join(f"{n} {tuple(t.shape)}" for _, n, t in held)
+            raise Wrong(f"Scaler({features}) should hold a vector of {features} twos, shape ({features},); "
+                        f"it holds {shapes}. Make it with `torch.full((features,), 2.0)`.")
+        off_cpu = [f"{n} ({t.device})" for _, n, t in held if t.device.type != "cpu"]
+        if off_cpu:
+            raise Wrong(f"A new Scaler({features}) already holds tensors off the CPU: {', '.join(off_cpu)}. "
+                        "Create the constant on the default device and let `.to` move it.")
+        _check_values(module, features, gen)
+    devices = [d for d in devices_to_test() if d.type != "cpu"]
+    for dev in devices:
+        _check_on(cls, dev, gen)
+    return ("Right: your Scaler multiplies by twos, holds its constant as a buffer (not trainable), and "
+            f"after `.to(...)` lives and runs on {', '.join(str(d) for d in devices)}.")
+
+
+def _plain_attribute_feedback(module: nn.Module, name: str, features: int) -> str:
+    try:
+        call(module.to, "meta", context=f"Scaler({features}).to('meta')")
+        where = next((t.device for k, n, t in _held_tensors(module) if n == name), None)
+    except Crashed:
+        where = None
+    after = (f" After `Scaler({features}).to(\"meta\")` it is still on {where}:" if where is not None
+             and where.type != "meta" else "")
+    return (f"`{name}` is a plain tensor attribute.{after} `Module.to` moves only parameters, buffers and "
+            "submodules, so on a GPU this constant would stay behind on the CPU and forward would fail. "
+            "Register it with `self.register_buffer(...)`.")
+
+
+def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> None:
+    for shape, dtype in (((features,), torch.float32), ((4, features), torch.float32),
+                         ((2, 3, features), torch.float64)):
+        x = torch.randn(shape, generator=gen, dtype=dtype)
+        original = x.clone()
+        out = expect_tensor(call(module, x, context=f"a {describe(x)}"),
+                            f"Scaler({features})(x) for x a {describe(x)}")
+        if not torch.equal(x, original):
+            raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
+                        "Return a new tensor: `x * self.scale`.")
+        want = x * 2
+        if out.shape != want.shape:
+            raise Wrong(f"For x a {describe(x)}, Scaler({features})(x) has shape {tuple(out.shape)}; "
+                        f"it should keep x's shape {tuple(x.shape)}.")
+        if out.dtype != want.dtype:
+            raise Wrong(f"For a {describe(x)} your output is {str(out.dtype).replace('torch.', '')}. Keep the "
+                        "input's dtype: make the constant float32 (the default), as `torch.full((n,), 2.0)` does.")
+        if out.device.type != "cpu":
+            raise Wrong(f"For a CPU input your output is on {out.device}: compute where the input is.")
+        if not torch.allclose(out, want):
+            raise Wrong(_value_diagnosis(module, x, out, features))
+
+
+def _value_diagnosis(module: nn.Module, x: torch.Tensor, out: torch.Tensor, features: int) -> str:
+    for _, name, t in _held_tensors(module):
+        if t.numel() == features and t.device.type == "cpu" and not bool((t == 2).all()):
+            return (f"Your constant `{name}` holds {safe_repr(t.flatten().tolist())}, not twos: the module "
+                    "should multiply by a vector of `features` twos (`torch.full((features,), 2.0)`).")
+    if torch.allclose(out, x):
+        return "Your Scaler returns its input unchanged: multiply it by the constant."
+    return (f"For x = {safe_repr(x.flatten()[:4].tolist())}..., Scaler({features})(x) gave "
+            f"{safe_repr(out.flatten()[:4].tolist())}...; expected every value doubled.")
+
+
+def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
+    features = 4
+    module = _build(cls, features)
+    moved = call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
+    if moved is not module:
+        raise Wrong("`Scaler(n).to(device)` should return the module itself (nn.Module's own `.to` does); "
+                    "don't override `to`.")
+    stuck = [f"{name} ({kind}, on {t.device})" for kind, name, t in _held_tensors(module) if t.device.type != dev.type]
+    if stuck:
+        raise Wrong(f"After `Scaler({features}).to(\"{dev}\")` these are not on {dev}: {', '.join(stuck)}. "
+                    "Everything a module holds should follow `.to`: register tensors as buffers.")
+    x = torch.randn(2, features, generator=gen).to(dev)
+    try:
+        out = call(module, x, context=f"a {describe(x)}")
+    except Crashed as e:
+        if isinstance(e.error, RuntimeError) and "device" in str(e.error):
+            raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on a {describe(x)} raised: "
+                        f"{safe_repr(str(e.error), 160)}. Something in `forward` is not on {dev}: a tensor "
+                        "created there with no device (e.g. `torch.full(...)` inside forward) lands on the "
+                        "CPU. Use the registered buffer, or `device=x.device`.") from None
+        raise
+    out = expect_tensor(out, f"Your Scaler's output for a {describe(x)}")
+    if out.device != x.device:
+        raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.")
+    if out.shape != x.shape:
+        raise Wrong(f"For a {describe(x)} your output has shape {tuple(out.shape)}.")
+    if dev.type != "meta" and not torch.allclose(out.cpu(), x.cpu() * 2):
+        raise Wrong(f"On {dev} your Scaler does not double its input.")
+

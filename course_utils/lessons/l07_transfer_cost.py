@@ -1,0 +1,452 @@
+"""Lesson 07 - transfer cost: units, the latency + bandwidth model, and moving data once."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Callable
+
+import torch
+
+from .. import device as _device
+from .. import transfer
+from ..exercises import grader
+from ..grading import (Crashed, TimeLimit, Wrong, call, describe, expect_callable, expect_tensor,
+                       safe_repr, same_values)
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "07.gb_vs_gib",
+    "A spec sheet says a link moves 16 GB/s. A tool on your machine reports 14.9 GiB/s for it. "
+    "Which number describes the faster link?",
+    ["The spec sheet's, by about 7 %", "Your tool's", "Neither: they are the same speed",
+     "They cannot be compared: one is bits, the other bytes"],
+    2,
+    "1 GB is 10**9 bytes; 1 GiB is 2**30 = 1,073,741,824 bytes, about 7.4 % more. "
+    "14.9 GiB/s x 1.0737 = 16.0 GB/s: the same speed in two units. Both are bytes; "
+    "bits are written Gbit/s or Gb/s and give numbers 8 times larger.",
+)
+add_quiz(
+    "07.predict_100mb",
+    "A link has 10 µs latency and 12 GB/s bandwidth. About how long does one 100 MB copy take?",
+    ["About 0.83 µs", "About 10 µs: the latency", "About 8.3 ms", "About 1.2 s"],
+    2,
+    "Time = latency + bytes / bandwidth = 10 µs + 100e6 / 12e9 s = 0.00001 + 0.00833 s, about 8.3 ms. "
+    "For a copy this big the latency is about 0.1 % of the time; for a 4 KB copy it is nearly all of it.",
+)
+add_quiz(
+    "07.same_device_to",
+    "`t` is a 64 MB tensor on the CPU. How does `t.to('cpu')` compare with `t.clone()`?",
+    ["About the same time: both copy 64 MB", "Twice as long: it reads and writes",
+     "Almost no time: it returns `t` itself", "It raises: `t` is already on the CPU"],
+    2,
+    "`.to` returns the tensor itself when the device and dtype already match, so nothing is copied: "
+    "it costs about a microsecond whatever the size. `t.clone()` (or `t.to('cpu', copy=True)`) "
+    "really copies the 64 MB.",
+)
+add_quiz(
+    "07.dataloader_pin",
+    "On a machine with no GPU you build `DataLoader(dataset, batch_size=16, pin_memory=True)` and take a "
+    "batch. What happens?",
+    ["It raises RuntimeError: pinned memory needs an accelerator",
+     "It warns that no accelerator is found and gives ordinary (unpinned) CPU batches",
+     "It pins the batches anyway", "It silently ignores the option"],
+    1,
+    "The DataLoader checks for an accelerator when you start iterating: with none it warns "
+    "(\"'pin_memory' argument is set as true but no accelerator is found...\") and carries on without "
+    "pinning. `tensor.pin_memory()` itself does raise without an accelerator. Either way, batches stay "
+    "on the CPU: pinning never moves data to the GPU.",
+)
+add_quiz(
+    "07.loop_vs_once",
+    "You need 1,000 batches of 4 KB each on the GPU (10 µs latency, 12 GB/s). Which is faster, and by "
+    "about how much: 1,000 separate `.to(device)` calls, or one `.to(device)` of all of them stacked (4 MB)?",
+    ["About the same: the same 4 MB moves either way", "The 1,000 small copies, because they can overlap",
+     "One stacked copy, about 30 times faster", "One stacked copy, about 2 times faster"],
+    2,
+    "Each copy pays the latency. 1,000 x (10 µs + 4,000 / 12e9 s) = about 10.3 ms; one copy is "
+    "10 µs + 4e6 / 12e9 s = about 0.34 ms, some 30 times less. Stacking on the CPU costs a host copy "
+    "of 4 MB, well under a millisecond.",
+)
+add_quiz(
+    "07.item_in_loop",
+    "A GPU training loop calls `loss.item()` every step to add up the loss for logging. What does that "
+    "line cost?",
+    ["Nothing worth mentioning: it copies only 4 bytes",
+     "A wait: the CPU stops until the GPU has finished all the work queued so far, every step",
+     "It copies the whole model back to the CPU", "It raises: `.item()` needs a CPU tensor"],
+    1,
+    "GPU work is queued and runs asynchronously. `.item()` needs the value, so the CPU waits until the "
+    "GPU has finished everything before it, then copies 4 bytes. The CPU can no longer run ahead and "
+    "queue the next step. Keep the running total on the device and call `.item()` once at the end "
+    "(or every few hundred steps).",
+)
+
+
+# --- shared helpers -----------------------------------------------------------------------------
+
+def _as_number(got: Any, what: str) -> float:
+    """A real number from the learner's return value, or a kind Wrong."""
+    if isinstance(got, torch.Tensor):
+        raise Wrong(f"{what} you returned a tensor ({safe_repr(got)}). Return a plain Python float "
+                    "(`float(...)` or `.item()` converts a one-element tensor).")
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        raise Wrong(f"{what} you returned {safe_repr(got)} ({type(got).__name__}); return a number of "
+                    "seconds or GB/s as a Python float.")
+    value = float(got)
+    if math.isnan(value):
+        raise Wrong(f"{what} you returned NaN. Check for a division by zero or 0/0.")
+    return value
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-15)
+
+
+def _diagnose(got: float, candidates: list[tuple[Callable[[], float], str]], default: str) -> str:
+    for formula, message in candidates:
+        try:
+            if _close(got, float(formula())):
+                return message
+        except ZeroDivisionError:
+            continue
+    return default
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+# --- exercise 07.bandwidth_gbps ------------------------------------------------------------------
+
+def bandwidth_gbps(nbytes, seconds):
+    """Achieved bandwidth in GB/s (1 GB = 10**9 bytes) for ``nbytes`` bytes moved in ``seconds`` seconds."""
+    return nbytes / seconds / 1e9
+
+
+_BANDWIDTH_CASES = ((100_000_000, 0.008), (4096, 2.5e-6), (2**30, 0.085), (64, 1.2e-5),
+                    (12_000_000_000, 1.0), (0, 1e-5), (3_000_000, 0.75))
+
+
+@grader("07.bandwidth_gbps", reference=bandwidth_gbps, title="Achieved bandwidth", hints=(
+    "Bandwidth is bytes per second, written in GB/s. Which unit is a GB here, and which is the time in?",
+    "Bytes divided by seconds gives bytes per second; 1 GB is 10**9 bytes (not 2**30, that is a GiB), "
+    "and `seconds` is already in seconds.",
+    "`return nbytes / seconds / 1e9`",
+))
+def _grade_bandwidth_gbps(answer: Any) -> str:
+    fn = expect_callable(answer, "bandwidth_gbps")
+    for n, s in _BANDWIDTH_CASES:
+        want = bandwidth_gbps(n, s)
+        where = f"For nbytes={n:,} and seconds={s:g}"
+        got = _as_number(call(fn, n, s, context=f"nbytes={n}, seconds={s}"), where)
+        if _close(got, want):
+            continue
+        candidates = [
+            (lambda: n / s / 2**30, "You divided by 2**30: that is GiB/s. Bandwidth figures use "
+                                    "1 GB = 10**9 bytes."),
+            (lambda: n * 8 / s / 1e9, "That is 8 times too much: you counted bits (Gbit/s). "
+                                      "GB/s counts bytes."),
+            (lambda: n * 8 / s / 2**30, "You counted bits and used GiB (2**30). GB/s counts bytes, "
+                                        "with 1 GB = 10**9 bytes."),
+            (lambda: n / s / 1e6, "That is 1000 times too much: did you divide by 10**6 (that gives MB/s) "
+                                  "or treat the seconds as milliseconds?"),
+            (lambda: n / (s * 1e3) / 1e9, "That is 1000 times too little: `seconds` is already in "
+                                          "seconds; do not convert it to milliseconds."),
+            (lambda: n / s, "That is bytes per second. Divide by 10**9 to get GB/s."),
+            (lambda: n / s * 1e9, "You multiplied by 10**9 where you should divide: GB/s = bytes "
+                                  "per second / 10**9."),
+            (lambda: s / n * 1e9, "Your formula is upside down (seconds per byte). Bandwidth is bytes "
+                                  "divided by seconds."),
+            (lambda: s / n / 1e9, "Your formula is upside down (seconds per byte). Bandwidth is bytes "
+                                  "divided by seconds."),
+            (lambda: n * s / 1e9, "You multiplied by the time where you should divide by it: "
+                                  "bandwidth = bytes / seconds."),
+        ]
+        diagnosis = _diagnose(got, candidates, "Bandwidth in GB/s = bytes / seconds / 10**9.")
+        raise Wrong(f"{where} the bandwidth is {_fmt(want)} GB/s, you returned {_fmt(got)}. {diagnosis}")
+    return f"Right on {len(_BANDWIDTH_CASES)} copies, from 0 bytes to 12 GB, in decimal GB/s."
+
+
+# --- exercise 07.transfer_time ------------------------------------------------------------------
+
+def transfer_time(nbytes, latency_s, bandwidth_gbps):
+    """Seconds to move ``nbytes`` bytes by the latency + bandwidth model (bandwidth in GB/s, 1 GB = 10**9 bytes)."""
+    return latency_s + nbytes / (bandwidth_gbps * 1e9)
+
+
+_TIME_CASES = ((100_000_000, 1e-5, 12.0), (4096, 1e-5, 12.0), (0, 8e-6, 25.0), (2**30, 8e-6, 12.0),
+               (64, 2e-6, 50.0), (1_000_000_000, 0.0, 10.0), (5_000_000, 3e-3, 0.5))
+
+
+@grader("07.transfer_time", reference=transfer_time, title="The latency + bandwidth model", hints=(
+    "Two parts add up: a fixed start-up cost that every copy pays, and the time the bytes need to flow.",
+    "The flowing part is bytes / (bytes per second). The bandwidth is in GB/s, so bytes per second is "
+    "`bandwidth_gbps * 1e9` (10**9, not 2**30). The answer is in seconds.",
+    "`return latency_s + nbytes / (bandwidth_gbps * 1e9)`",
+))
+def _grade_transfer_time(answer: Any) -> str:
+    fn = expect_callable(answer, "transfer_time")
+    for n, lat, bw in _TIME_CASES:
+        want = transfer_time(n, lat, bw)
+        where = f"For nbytes={n:,}, latency_s={lat:g} and bandwidth_gbps={bw:g}"
+        got = _as_number(call(fn, n, lat, bw, context=f"nbytes={n}, latency_s={lat}, bandwidth_gbps={bw}"),
+                         where)
+        if _close(got, want):
+            continue
+        flow = n / (bw * 1e9)
+        candidates = [
+            (lambda: flow, "You forgot the latency: every copy pays it, even a copy of 0 bytes."),
+            (lambda: lat + n / (bw * 2**30), "You used GiB (2**30 bytes). The bandwidth is in GB/s: "
+                                             "1 GB = 10**9 bytes."),
+            (lambda: lat + 8 * n / (bw * 1e9), "The flowing part is 8 times too long: you counted bits. "
+                                               "The bandwidth is in bytes per second already."),
+            (lambda: lat + n / (8 * bw * 1e9), "The flowing part is 8 times too short: you converted "
+                                               "bits and bytes. Both are in bytes already."),
+            (lambda: 1e3 * want, "That is the time in milliseconds; return seconds."),
+            (lambda: 1e6 * want, "That is the time in microseconds; return seconds."),
+            (lambda: 1e3 * lat + flow, "`latency_s` is already in seconds; do not convert it."),
+            (lambda: lat + flow * 1e3, "The flowing part is 1000 times too long: bytes per second is "
+                                       "`bandwidth_gbps * 1e9`, not `* 1e6`."),
+            (lambda: lat + n / bw, "You forgot to turn GB/s into bytes per second (x 10**9)."),
+            (lambda: lat + n / (bw / 1e9), "You divided the bandwidth by 10**9 where you should multiply: "
+                                           "bytes per second = GB/s x 10**9."),
+            (lambda: lat + n * bw * 1e9, "You multiplied the bytes by the bandwidth where you should "
+                                         "divide: time = bytes / (bytes per second)."),
+            (lambda: lat + n * bw / 1e9, "You multiplied the bytes by the bandwidth where you should "
+                                         "divide: time = bytes / (bytes per second)."),
+            (lambda: lat + bw * 1e9 / n, "Your flowing part is upside down: time = bytes / bandwidth, "
+                                         "not bandwidth / bytes."),
+            (lambda: lat * n / (bw * 1e9), "You multiplied the latency by the flowing time; add them."),
+        ]
+        diagnosis = _diagnose(got, candidates, "Time = latency_s + nbytes / (bandwidth_gbps x 10**9).")
+        raise Wrong(f"{where} the model gives {_fmt(want)} s, you returned {_fmt(got)}. {diagnosis}")
+    return f"Right on {len(_TIME_CASES)} copies, from 0 bytes (all latency) to 1 GB (nearly all bandwidth)."
+
+
+# --- exercise 07.sum_batches ---------------------------------------------------------------------
+
+def sum_batches(batches, device):
+    """Element-wise sum of equally shaped CPU tensors, computed on ``device`` after one host->device copy."""
+    stacked = torch.stack(batches).to(device)          # one copy carries every batch
+    return stacked.sum(dim=0, dtype=stacked.dtype)     # added up on the device; keeps the dtype
+
+
+#: Operations that combine values (the "sum" part). Packing (stack, cat), views and copies are not in it.
+ARITHMETIC = frozenset({
+    "add", "add_", "sum", "nansum", "cumsum", "cumsum_", "sub", "sub_", "mul", "mul_", "div", "div_",
+    "mean", "addcmul", "addcmul_", "addcdiv", "index_add", "index_add_", "scatter_add", "scatter_add_",
+    "scatter_reduce", "index_reduce", "mm", "bmm", "addmm", "addmv", "mv", "matmul", "dot", "einsum",
+    "baddbmm", "_foreach_add", "_foreach_add_", "linear", "tensordot",
+})
+
+_VALUE_CASES = (  # (number of batches, batch shape, dtype)
+    (3, (4,), torch.float32), (2, (3, 4), torch.int32), (1, (2, 3), torch.float64), (5, (), torch.int64),
+    (4, (2, 3, 2), torch.uint8), (3, (5,), torch.float16), (2, (0, 3), torch.float32),
+    (1, (4,), torch.int16), (6, (3, 1), torch.int8),
+)
+_COUNT_CASES = ((3, (4,), torch.float32), (1, (2, 3), torch.float32), (4, (2, 2), torch.int32))
+
+
+def _make_batches(count: int, shape: tuple, dtype: torch.dtype, gen: torch.Generator) -> list[torch.Tensor]:
+    batches = []
+    for _ in range(count):
+        if dtype.is_floating_point:
+            batches.append(torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype))
+        elif dtype == torch.uint8:
+            batches.append(torch.randint(0, 20, shape, generator=gen).to(dtype))
+        else:
+            batches.append(torch.randint(-15, 16, shape, generator=gen).to(dtype))
+    return batches
+
+
+def _label(batches: list[torch.Tensor], device: torch.device) -> str:
+    first = batches[0]
+    what = "a single batch" if len(batches) == 1 else f"{len(batches)} batches"
+    extra = " (a device without data, used to count copies)" if device.type == "meta" else ""
+    return (f"{what} of shape {tuple(first.shape)} ({str(first.dtype).replace('torch.', '')}) "
+            f"and device={device}{extra}")
+
+
+def _values_match(got: torch.Tensor, want: torch.Tensor) -> bool:
+    got, want = got.cpu(), want.cpu()
+    if want.dtype.is_floating_point:
+        tol = {torch.float16: (1e-2, 2e-2), torch.float32: (1e-5, 1e-5)}.get(want.dtype, (1e-10, 1e-10))
+        return bool(torch.allclose(got.double(), want.double(), rtol=tol[0], atol=tol[1]))
+    return bool(torch.equal(got, want))
+
+
+def _check_inputs_untouched(batches: list[torch.Tensor], originals: list[torch.Tensor],
+                            saved: list[torch.Tensor], label: str) -> None:
+    if len(batches) != len(originals) or any(a is not b for a, b in zip(batches, originals)):
+        raise Wrong(f"With {label}, your function changed the list it was given (it now holds "
+                    f"{len(batches)} item(s), or different tensors). Build new lists or tensors instead "
+                    "of editing `batches`.")
+    for b, s in zip(originals, saved):
+        if not same_values(b, s):
+            raise Wrong(f"With {label}, your function changed the values of an input batch: an in-place "
+                        "add (`total = batches[0]; total += ...`) writes into the first batch. Start from "
+                        "a new tensor (e.g. `.clone()`) or use out-of-place `+` / `sum`.")
+
+
+def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], device: torch.device,
+                  label: str) -> torch.Tensor:
+    got = expect_tensor(got, f"With {label}, your result")
+    if any(got is b for b in batches) or (
+            got.device.type == "cpu" and got.numel() > 0 and any(
+                b.numel() > 0 and got.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+                for b in batches)):
+        raise Wrong(f"With {label}, you returned one of the input batches itself (or a view of it), not "
+                    "a new tensor. Careful: `.to(device)` returns the very same tensor when it is already "
+                    "there. Changing your result would change the caller's batch; return a new tensor.")
+    if got.device.type != device.type:
+        if got.device.type == "cpu":
+            raise Wrong(f"With {label}, your result is on the CPU, but it should stay on `{device}`: "
+                        "do not move it back (`.cpu()`, `.to('cpu')`), the caller decides when to.")
+        raise Wrong(f"With {label}, your result is on `{got.device}`, not on `{device}`.")
+    if got.shape != want.shape:
+        if len(batches) == 1:
+            why = (" For a single batch the sum is that batch (as a new tensor): watch out for "
+                   "`squeeze()`, which also drops the batch dimension when there is only one.")
+        elif want.ndim and got.shape == want.shape[1:]:
+            why = (" You also added up along the first dimension of each batch. `torch.cat` joins the "
+                   "batches along their existing first dimension; `torch.stack` adds a new one in front "
+                   "to sum over.")
+        elif got.ndim == want.ndim + 1:
+            why = " You kept the stacking dimension: sum over it (`dim=0`)."
+        else:
+            why = ""
+        raise Wrong(f"With {label}, the sum has shape {tuple(want.shape)}, your result has shape "
+                    f"{tuple(got.shape)}.{why}")
+    if got.dtype != want.dtype:
+        if not want.dtype.is_floating_point and got.dtype == torch.int64:
+            why = (" `torch.sum` turns small integer types into int64: pass `dtype=` "
+                   "(e.g. `.sum(dim=0, dtype=stacked.dtype)`) or add with `+`.")
+        elif not want.dtype.is_floating_point and got.dtype.is_floating_point:
+            why = (" Integer batches gave a floating-point sum: did you start from `torch.zeros(...)`, "
+                   "which is float32 by default? Use the batches' dtype (e.g. `torch.zeros_like`).")
+        else:
+            why = " Keep the dtype of the batches."
+        raise Wrong(f"With {label}, the sum has dtype {want.dtype}, your result has dtype {got.dtype}.{why}")
+    return got
+
+
+def _diagnose_values(got: torch.Tensor, want: torch.Tensor, batches: list[torch.Tensor]) -> str:
+    got_c = got.cpu()
+    if any(_values_match(got_c, b) for b in batches) and len(batches) > 1:
+        return (" Your result equals one of the batches: does your loop replace the running total "
+                "(`total = b`) instead of adding to it?")
+    if want.dtype.is_floating_point and _values_match(got_c * len(batches), want):
+        return " Your result is the mean (the sum divided by the number of batches): return the sum."
+    return ""
+
+
+def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.device,
+                    label: str) -> tuple[Any, transfer.count_copies]:
+    with transfer.count_copies(device, meta_readback=True) as seen:
+        try:
+            got = fn(batches, device)
+        except NotImplementedError as e:  # the stub was caught earlier; this comes from `meta`
+            raise Wrong(f"With {label}, your code raised NotImplementedError: {safe_repr(str(e), 200)}. "
+                        "Meta tensors have no data, so code that reads values (`.tolist()`, `.item()`, "
+                        "NumPy) cannot run there. Keep the whole sum as tensor operations.") from None
+        except (KeyboardInterrupt, TimeLimit):
+            raise
+        except BaseException as e:
+            raise Crashed(e, label) from None
+    return got, seen
+
+
+def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Tensor],
+                  device: torch.device, label: str) -> None:
+    count = len(batches)
+    one_batch = batches[0].numel() * batches[0].element_size()
+    h2d, moved = seen.host_to_device, seen.bytes_to_device
+    on_cpu_result = isinstance(got, torch.Tensor) and got.device.type == "cpu"
+    cpu_math = sorted(set(seen.ran_on("cpu", ARITHMETIC)))
+    device_math = sorted(set(seen.ran_on(device.type, ARITHMETIC)))
+    counted = f"I counted {h2d} host→device transfer{'s' if h2d != 1 else ''}"
+    if h2d == 0:
+        where = (" and your result is on the CPU: the batches were never moved to the device."
+                 if on_cpu_result else ".")
+        raise Wrong(f"With {label}, {counted}{where} Move the data with `.to(device)` (the check sees "
+                    "copies made by `.to`, `.cuda()`, `torch.as_tensor` and `copy_`; a tensor rebuilt from "
+                    "Python lists with `torch.tensor(...)` hides its copy and is slow).")
+    if h2d > 1:
+        per_batch = (" That is one transfer per batch: each pays the latency." if h2d == count else "")
+        raise Wrong(f"With {label}, {counted}, expected exactly 1.{per_batch} Stack the batches on the CPU "
+                    "(`torch.stack(batches)`) and move the stack once.")
+    if seen.device_to_host or on_cpu_result:
+        raise Wrong(f"With {label}, {counted} (good), but your result is on the CPU"
+                    f"{f' (I saw {seen.device_to_host} copy back from the device)' if seen.device_to_host else ''}"
+                    f". Return the sum on `device`; the caller decides when to bring it back.")
+    if count > 1 and moved < count * one_batch:
+        math_seen = f" I saw `{'`, `'.join(cpu_math)}` run on CPU tensors." if cpu_math else ""
+        raise Wrong(f"With {label}, {counted} (good), but it carried {moved:,} bytes: all {count} batches "
+                    f"are {count * one_batch:,} bytes. You added the batches up on the CPU and moved the "
+                    f"result.{math_seen} Move the stacked batches, then add them on the device.")
+    if cpu_math:
+        raise Wrong(f"With {label}, {counted} (good), but `{'`, `'.join(cpu_math)}` ran on CPU tensors: "
+                    "the sum must be computed on the device. Stacking on the CPU is fine (a copy, not a "
+                    "sum); the adding belongs after the move.")
+    if count > 1 and not device_math:
+        raise Wrong(f"With {label}, {counted} (good), but I saw no addition (`add`, `sum`, ...) on "
+                    f"`{device}`. Add the batches up on the device, with tensor operations.")
+
+
+@grader("07.sum_batches", reference=sum_batches, title="Move once, add on the device", hints=(
+    "Moving each batch separately pays the latency once per batch. How can you put all the batches "
+    "into a single tensor while they are still on the CPU?",
+    "`torch.stack(batches)` makes one tensor with a new first dimension, one row per batch. Move that "
+    "with a single `.to(device)`, then add along the first dimension on the device. `torch.sum` turns "
+    "small integer types into int64, so ask it to keep the dtype.",
+    "`stacked = torch.stack(batches).to(device)` then "
+    "`return stacked.sum(dim=0, dtype=stacked.dtype)`",
+))
+def _grade_sum_batches(answer: Any) -> str:
+    fn = expect_callable(answer, "sum_batches")
+    gen = torch.Generator().manual_seed(7)
+    value_devices = [torch.device("cpu")]
+    count_devices = [torch.device("meta")]
+    if _device.accelerator() is not None:
+        acc = _device.best_device() if _device.best_device().type != "cpu" else torch.device(
+            _device.accelerator().type, 0)
+        value_devices.append(acc)
+        count_devices.append(acc)
+
+    # 1. values, on the CPU (and the accelerator)
+    for dev in value_devices:
+        for count, shape, dtype in _VALUE_CASES:
+            batches = _make_batches(count, shape, dtype, gen)
+            originals, saved = list(batches), [b.clone() for b in batches]
+            label = _label(batches, dev)
+            want = sum_batches([b.clone() for b in batches], dev)
+            got = call(fn, batches, dev, context=label)
+            _check_inputs_untouched(batches, originals, saved, label)
+            got = _check_result(got, want, originals, dev, label)
+            if not _values_match(got, want):
+                raise Wrong(f"With {label}, the values are wrong: expected "
+                            f"{safe_repr(want.cpu().flatten()[:4].tolist())}…, got "
+                            f"{safe_repr(got.cpu().flatten()[:4].tolist())}…."
+                            + _diagnose_values(got, want, originals))
+
+    # 2. copies and where the adding ran, on meta (and the accelerator)
+    for dev in count_devices:
+        for count, shape, dtype in _COUNT_CASES:
+            batches = _make_batches(count, shape, dtype, gen)
+            originals, saved = list(batches), [b.clone() for b in batches]
+            label = _label(batches, dev)
+            got, seen = _call_and_count(fn, batches, dev, label)
+            _check_counts(got, seen, originals, dev, label)
+            _check_inputs_untouched(batches, originals, saved, label)
+            _check_result(got, torch.empty(shape, dtype=dtype, device="meta"), originals, dev, label)
+
+    where = ", ".join(str(d) for d in value_devices)
+    counted = ", ".join(str(d) for d in count_devices)
+    return (f"Right: values on {where} for 1 to 6 batches, 7 dtypes and shapes from 0-d to 3-d; "
+            f"exactly one host→device transfer carrying every batch, and the adding done on the device "
+            f"(counted on {counted}).")
+
+
+__all__ = ["bandwidth_gbps", "transfer_time", "sum_batches", "ARITHMETIC"]

@@ -1,0 +1,519 @@
+"""The mismatch explainer: which tensor is on which device, which one is the odd one out, and the fix.
+
+A device-mismatch error names two devices but not the tensor. :func:`explain_devices` looks at
+everything a forward pass touches that it can see (parameters, buffers, plain tensor attributes
+of every submodule, the inputs and, if you pass it, the optimizer's state) and says what to move::
+
+    from course_utils.mismatch import explain_devices
+    report = explain_devices(model, {"x": x, "labels": labels}, device="cuda")
+    report              # a table in a notebook, plain text in a terminal
+    report.ok           # True when nothing is out of place
+    report.mismatches   # sorted names of the tensors that are not on the target device
+
+It never raises for what you pass it: odd inputs are listed and explained instead.
+:func:`save_as_gpu_checkpoint` writes the file ``torch.save`` writes on a GPU machine, so a
+CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
+"""
+from __future__ import annotations
+
+import html
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+import torch
+from torch import nn
+
+from .grading import safe_repr
+
+__all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
+
+#: Entry statuses, from fine to wrong.
+OK, NOTE, WARNING, MISMATCH = "ok", "note", "warning", "mismatch"
+_ICON = {OK: "✔", NOTE: "•", WARNING: "!", MISMATCH: "✘"}
+_COLOUR = {OK: "#2e9d4f", NOTE: "#868e96", WARNING: "#e67700", MISMATCH: "#d9480f"}
+_MAX_ITEMS = 200      # inputs and container items looked at, at most (a report, not a dump)
+_MAX_DEPTH = 3        # how deep nested inputs (dicts of lists of tensors...) are followed
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of a :class:`DeviceReport`.
+
+    Attributes:
+        kind: ``"parameter"``, ``"buffer"``, ``"plain attribute"``, ``"input"``,
+            ``"optimizer state"`` or ``"unregistered module"``.
+        name: the name as ``named_parameters()`` / ``named_buffers()`` give it, or the input's key.
+        device: where it lives, as text (``"cuda:0"``), or ``""`` for something that is not a tensor.
+        shape: e.g. ``"(8, 4)"``, or ``""``.
+        dtype: e.g. ``"float32"``, or the type name of a non-tensor.
+        status: ``"ok"``, ``"note"``, ``"warning"`` or ``"mismatch"``.
+        note: why it is flagged, in a few words.
+    """
+
+    kind: str
+    name: str
+    device: str
+    shape: str
+    dtype: str
+    status: str
+    note: str = ""
+
+
+@dataclass
+class DeviceReport:
+    """What :func:`explain_devices` found; display it, print it, or read its attributes.
+
+    Attributes:
+        target: the device everything should be on (``None`` when there was nothing to go by).
+        reason: why that device: you asked for it, or where most of the model's parameters are.
+        entries: one :class:`Entry` per tensor (and per non-tensor input).
+        suggestions: how to fix what is flagged, most important first.
+        problems: things that stopped part of the inspection (e.g. the model is not an ``nn.Module``).
+    """
+
+    target: Optional[str]
+    reason: str
+    entries: list[Entry] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def mismatches(self) -> list[str]:
+        """Sorted names of the tensors that are not on the target device."""
+        return sorted({e.name for e in self.entries if e.status == MISMATCH})
+
+    @property
+    def warnings(self) -> list[str]:
+        """Sorted names of tensors that are fine now but will not follow ``Module.to``."""
+        return sorted({e.name for e in self.entries if e.status == WARNING})
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is on the wrong device and nothing is about to be."""
+        return not (self.mismatches or self.warnings or self.problems)
+
+    @property
+    def devices(self) -> dict[str, list[str]]:
+        """Device -> names of the tensors on it."""
+        out: dict[str, list[str]] = {}
+        for e in self.entries:
+            if e.device:
+                out.setdefault(e.device, []).append(e.name)
+        return out
+
+    def headline(self) -> str:
+        """One sentence: is everything on the target, and if not, what is not."""
+        tensors = [e for e in self.entries if e.device]
+        if self.target is None:
+            return "Found no tensors to check." if not tensors else "No target device to compare with."
+        bad = self.mismatches
+        if bad:
+            shown = ", ".join(bad[:6]) + (f" and {len(bad) - 6} more" if len(bad) > 6 else "")
+            return f"{len(bad)} of {len(tensors)} tensors are not on {self.target}: {shown}."
+        if self.warnings:
+            return (f"All {len(tensors)} tensors are on {self.target} now, but "
+                    f"{len(self.warnings)} will not follow Module.to: {', '.join(self.warnings[:6])}.")
+        if not tensors:
+            return "Found no tensors to check."
+        return f"All {len(tensors)} tensors are on {self.target}."
+
+    def text(self, max_rows: int = 40) -> str:
+        """Plain text: a table (flagged rows always shown), the headline and the suggested fixes."""
+        title = "Device report" + (f": target {self.target} ({self.reason})" if self.target else "")
+        lines = [title]
+        lines += [f"  problem: {p}" for p in self.problems]
+        rows, hidden = self._rows(max_rows)
+        if rows:
+            width = max(len(e.name) for e in rows)
+            width = min(max(width, 4), 48)
+            lines.append(f"    {'kind':<20}{'name':<{width + 2}}{'device':<10}{'shape':<14}dtype")
+            for e in rows:
+                name = e.name if len(e.name) <= width else e.name[: width - 1] + "…"
+                note = f"  <- {e.note}" if e.note else ""
+                lines.append(f"  {_ICON[e.status]} {e.kind:<20}{name:<{width + 2}}{e.device or '-':<10}"
+                             f"{e.shape or '-':<14}{e.dtype}{note}")
+            if hidden:
+                lines.append(f"    ... and {hidden} more tensors on {self.target}, all fine")
+        lines.append(self.headline())
+        if self.suggestions:
+            lines.append("How to fix:")
+            lines += [f"  - {s}" for s in self.suggestions]
+        return "\n".join(lines)
+
+    __str__ = text
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        title = "Device report" + (f": target <code>{html.escape(self.target)}</code> "
+                                   f"({html.escape(self.reason)})" if self.target else "")
+        parts = [f"<div class='course-device-report' style='border-left:6px solid "
+                 f"{_COLOUR[MISMATCH if self.mismatches else WARNING if not self.ok else OK]};"
+                 f"padding:6px 10px;background:rgba(128,128,128,.08);margin:4px 0'><b>{title}</b>"]
+        for p in self.problems:
+            parts.append(f"<div style='color:{_COLOUR[MISMATCH]}'>Problem: {html.escape(p)}</div>")
+        rows, hidden = self._rows(40)
+        if rows:
+            head = "".join(f"<th style='text-align:left;padding:1px 8px'>{h}</th>"
+                           for h in ("", "kind", "name", "device", "shape", "dtype", "note"))
+            body = []
+            for e in rows:
+                cells = [f"<span style='color:{_COLOUR[e.status]}'>{_ICON[e.status]}</span>",
+                         html.escape(e.kind), f"<code>{html.escape(e.name)}</code>",
+                         f"<code>{html.escape(e.device or '-')}</code>", html.escape(e.shape or "-"),
+                         html.escape(e.dtype), html.escape(e.note)]
+                body.append("<tr>" + "".join(f"<td style='padding:1px 8px'>{c}</td>" for c in cells) + "</tr>")
+            if hidden:
+                body.append(f"<tr><td></td><td colspan='6' style='padding:1px 8px'>… and {hidden} more "
+                            f"tensors on {html.escape(str(self.target))}, all fine</td></tr>")
+            parts.append(f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>"
+                         f"{''.join(body)}</table>")
+        parts.append(f"<div><b>{html.escape(self.headline())}</b></div>")
+        if self.suggestions:
+            items = "".join(f"<li>{_code_html(s)}</li>" for s in self.suggestions)
+            parts.append(f"<div>How to fix:<ul style='margin:2px 0'>{items}</ul></div>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _rows(self, max_rows: int) -> tuple[list[Entry], int]:
+        flagged = [e for e in self.entries if e.status != OK]
+        fine = [e for e in self.entries if e.status == OK]
+        room = max(max_rows - len(flagged), 0)
+        if len(fine) <= room:
+            return list(self.entries), 0
+        keep = set(map(id, flagged + fine[:room]))
+        return [e for e in self.entries if id(e) in keep], len(fine) - room
+
+
+def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *,
+                    optimizer: Any = None) -> DeviceReport:
+    """List every parameter, buffer, plain tensor attribute and input with its device; flag the odd ones out.
+
+    Args:
+        model: an ``nn.Module`` (or ``None`` to look at inputs only).
+        inputs: what you pass to the model: a tensor, a dict of name -> tensor, or a list/tuple
+            (nested containers are followed a few levels; non-tensors are listed and skipped).
+        device: the device everything should be on (a string or ``torch.device``). ``"cuda"``
+            means the current CUDA device. When omitted, the device holding most of the model's
+            parameters (by element count) is used, or else the one holding most of the inputs.
+        optimizer: optionally, a ``torch.optim.Optimizer`` whose state should sit with its parameters.
+
+    Returns:
+        A :class:`DeviceReport`. It never raises for unusual arguments; it reports them.
+    """
+    report = DeviceReport(target=None, reason="")
+    try:
+        _explain(report, model, inputs, device, optimizer)
+    except Exception as e:  # the explainer must never be the thing that crashes
+        report.problems.append(f"the inspection stopped early with {type(e).__name__}: {safe_repr(str(e), 160)}")
+    return report
+
+
+# --- the inspection ------------------------------------------------------------------------------
+
+def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimizer: Any) -> None:
+    params, buffers, plain, unregistered = _model_tensors(model, report)
+    flat_inputs = list(_flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0))
+
+    target, reason = _choose_target(device, params + buffers, flat_inputs, report)
+    report.target = None if target is None else _device_text(target)
+    report.reason = reason
+
+    def status_of(t: torch.Tensor) -> str:
+        return OK if target is None or _on(t.device, target) else MISMATCH
+
+    for kind, items in (("parameter", params), ("buffer", buffers)):
+        for name, t in items:
+            status = status_of(t)
+            note = ""
+            if status == MISMATCH:
+                note = f"not on {report.target}"
+                if t.device.type == "meta":
+                    note = "on meta: no data to move"
+            report.entries.append(_entry(kind, name, t, status, note))
+    for name, t in plain:
+        wrong = status_of(t) == MISMATCH
+        report.entries.append(_entry("plain attribute", name, t, MISMATCH if wrong else WARNING,
+                                     "plain tensor attribute: Module.to does not move it"))
+    for name, what in unregistered:
+        report.entries.append(Entry("unregistered module", name, "", "", what, WARNING,
+                                    "module in a plain list/dict: Module.to does not see it"))
+    for name, value in flat_inputs:
+        if isinstance(value, torch.Tensor):
+            status = status_of(value)
+            note = ""
+            if status == MISMATCH:
+                note = f"not on {report.target}"
+                if value.dim() == 0 and value.device.type == "cpu":
+                    status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
+            report.entries.append(_entry("input", name, value, status, note))
+        else:
+            report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
+                                        _non_tensor_note(value)))
+    if optimizer is not None:
+        _optimizer_entries(report, optimizer, model, params)
+    report.suggestions = _suggest(report, params, buffers, target)
+
+
+def _model_tensors(model: Any, report: DeviceReport):
+    params: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, torch.Tensor]] = []
+    plain: list[tuple[str, torch.Tensor]] = []
+    unregistered: list[tuple[str, str]] = []
+    if model is None:
+        return params, buffers, plain, unregistered
+    if not isinstance(model, nn.Module):
+        hint = " (did you swap the model and the inputs?)" if isinstance(model, (torch.Tensor, dict)) else ""
+        report.problems.append(f"`model` is a {type(model).__name__}, not an nn.Module{hint}; "
+                               "pass your model, or None to check only the inputs.")
+        return params, buffers, plain, unregistered
+    if "_parameters" not in vars(model) or "_modules" not in vars(model):
+        report.problems.append(f"{type(model).__name__} was never initialised as a module: its "
+                               "__init__ must call super().__init__() first.")
+        plain.extend((k, v) for k, v in vars(model).items() if isinstance(v, torch.Tensor))
+        return params, buffers, plain, unregistered
+    try:
+        params = [(n, p) for n, p in model.named_parameters() if isinstance(p, torch.Tensor)]
+        buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+        modules = list(model.named_modules())
+    except Exception as e:
+        report.problems.append(f"could not list the model's tensors ({type(e).__name__}: "
+                               f"{safe_repr(str(e), 120)}); is every submodule initialised with super().__init__()?")
+        return params, buffers, plain, unregistered
+    for prefix, module in modules:
+        try:
+            attributes = list(vars(module).items())
+        except TypeError:
+            continue
+        for key, value in attributes:
+            name = f"{prefix}.{key}" if prefix else key
+            if isinstance(value, torch.Tensor):
+                plain.append((name, value))
+            elif isinstance(value, (list, tuple, dict)) and not key.startswith("_"):  # "_..." dicts: nn internals
+                items = value.items() if isinstance(value, dict) else enumerate(value)
+                for i, (k, item) in enumerate(items):
+                    if i >= _MAX_ITEMS:
+                        break
+                    sub = f"{name}[{k!r}]" if isinstance(value, dict) else f"{name}[{k}]"
+                    if isinstance(item, torch.Tensor):
+                        plain.append((sub, item))
+                    elif isinstance(item, nn.Module):
+                        unregistered.append((sub, type(item).__name__))
+    return params, buffers, plain, unregistered
+
+
+def _flatten(value: Any, name: Optional[str], depth: int) -> Iterator[tuple[str, Any]]:
+    """(name, leaf) pairs of an input structure; containers are followed ``_MAX_DEPTH`` levels."""
+    if value is None and name is None:
+        return
+    if isinstance(value, torch.Tensor) or depth > _MAX_DEPTH:
+        yield (name or "input", value)
+        return
+    if isinstance(value, dict):
+        for i, (k, v) in enumerate(value.items()):
+            if i >= _MAX_ITEMS:
+                yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
+                return
+            if name is None:  # a top-level key names a variable, e.g. "x"
+                sub = k if isinstance(k, str) and k.isidentifier() else f"inputs[{safe_repr(k, 40)}]"
+            else:
+                sub = f"{name}[{safe_repr(k, 40)}]"
+            yield from _flatten(v, sub, depth + 1)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if i >= _MAX_ITEMS:
+                yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
+                return
+            yield from _flatten(v, f"{name or 'inputs'}[{i}]", depth + 1)
+        return
+    yield (name or "input", value)
+
+
+def _choose_target(device: Any, model_tensors: list, inputs: list, report: DeviceReport):
+    if device is not None:
+        try:
+            return _normalise(device), "the device you asked for"
+        except Exception:
+            report.problems.append(f"device={safe_repr(device)} is not a device PyTorch understands "
+                                   "(try 'cpu', 'cuda', 'cuda:0', 'mps' or a torch.device); "
+                                   "falling back to the model's device.")
+    votes: Counter = Counter()
+    for _, t in model_tensors:
+        votes[_device_text(t.device)] += max(t.numel(), 1)
+    if votes:
+        return torch.device(votes.most_common(1)[0][0]), "where most of the model's parameters are"
+    for _, t in inputs:
+        if isinstance(t, torch.Tensor):
+            votes[_device_text(t.device)] += 1
+    if votes:
+        return torch.device(votes.most_common(1)[0][0]), "where most of the inputs are"
+    return None, ""
+
+
+def _normalise(device: Any) -> torch.device:
+    """``torch.device(device)``, with the index PyTorch would use: none for cpu/meta, the current one
+    for an accelerator named without an index (``"cuda"`` means the current CUDA device)."""
+    d = torch.device(device)
+    if d.type in ("cpu", "meta"):
+        return torch.device(d.type)
+    if d.index is None:
+        try:
+            acc = torch.accelerator.current_accelerator()
+            if acc is not None and acc.type == d.type:
+                return torch.device(d.type, torch.accelerator.current_device_index())
+        except Exception:
+            pass
+    return d
+
+
+def _on(device: torch.device, target: torch.device) -> bool:
+    if device.type != target.type:
+        return False
+    return target.index is None or device.index is None or device.index == target.index
+
+
+def _device_text(device: torch.device) -> str:
+    return str(device)
+
+
+def _entry(kind: str, name: str, t: torch.Tensor, status: str, note: str) -> Entry:
+    return Entry(kind, name, _device_text(t.device), str(tuple(t.shape)),
+                 str(t.dtype).replace("torch.", ""), status, note)
+
+
+def _non_tensor_note(value: Any) -> str:
+    if isinstance(value, (bool, int, float, complex)):
+        return "a Python number: works with tensors on any device"
+    if isinstance(value, str) and value.endswith("more items not shown"):
+        return value
+    if type(value).__module__ == "numpy":
+        return "a NumPy array lives on the CPU: torch.from_numpy(a).to(device)"
+    return "not a tensor: skipped"
+
+
+def _optimizer_entries(report: DeviceReport, optimizer: Any, model: Any, params: list) -> None:
+    try:
+        groups = list(optimizer.param_groups)
+        state = optimizer.state
+    except Exception:
+        report.problems.append(f"`optimizer` is a {type(optimizer).__name__}, not a torch.optim.Optimizer.")
+        return
+    names = {id(p): n for n, p in params}
+    count = 0
+    for group in groups:
+        for p in group.get("params", []) if isinstance(group, dict) else []:
+            count += 1
+            pname = names.get(id(p), f"param #{count - 1}")
+            if model is not None and params and id(p) not in names:
+                report.entries.append(Entry(
+                    "optimizer state", pname, _device_text(p.device), str(tuple(p.shape)),
+                    str(p.dtype).replace("torch.", ""), WARNING,
+                    "the optimizer updates a tensor that is not one of the model's parameters"))
+            for key, value in (state.get(p, {}) or {}).items():
+                if not isinstance(value, torch.Tensor):
+                    continue
+                name = f"{pname} ({key})"
+                if value.device == p.device:
+                    report.entries.append(_entry("optimizer state", name, value, OK, ""))
+                elif value.dim() == 0 and value.device.type == "cpu":
+                    report.entries.append(_entry("optimizer state", name, value, NOTE,
+                                                 "0-dim CPU tensor: allowed"))
+                else:
+                    report.entries.append(_entry("optimizer state", name, value, MISMATCH,
+                                                 f"its parameter is on {_device_text(p.device)}"))
+
+
+def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device]) -> list[str]:
+    """Fixes for what the report flags, most important first; code is in `backticks`."""
+    out: list[str] = []
+    if target is None:
+        return out
+    where = f'"{report.target}"'
+    model_bad = [e for e in report.entries if e.kind in ("parameter", "buffer") and e.status == MISMATCH]
+    if model_bad:
+        if any(e.device == "meta" for e in model_bad) and report.target != "meta":
+            out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
+                       f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
+        if len(model_bad) == len(params) + len(buffers):
+            out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
+        else:
+            shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
+            out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
+                       f"moving? Call `model.to({where})` again after changing the model.")
+    for e in report.entries:
+        if e.kind == "plain attribute":
+            owner, _, attr = e.name.rpartition(".")
+            in_owner = f" (in submodule '{owner}')" if owner else ""
+            if "[" in attr:
+                out.append(f"'{e.name}'{in_owner} is a tensor inside a plain list or dict: `Module.to` does not "
+                           "look inside. Register each tensor with `self.register_buffer(name, tensor)`, or use "
+                           "`nn.ParameterList` / `nn.ParameterDict` if they should be trained.")
+            else:
+                out.append(f"'{e.name}'{in_owner} is a plain tensor attribute: `Module.to` does not move it. "
+                           f"In `__init__`, write `self.register_buffer(\"{attr}\", tensor)` instead "
+                           "(add `persistent=False` to keep it out of the state_dict).")
+        elif e.kind == "unregistered module":
+            out.append(f"'{e.name}' is a module inside a plain list or dict: `Module.to` never sees its "
+                       "parameters. Use `nn.ModuleList` or `nn.ModuleDict`.")
+    for e in report.entries:
+        if e.kind == "input" and e.status == MISMATCH:
+            out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
+                       "(`Tensor.to` returns a new tensor: keep the result).")
+    if any(e.kind == "optimizer state" and e.status in (MISMATCH, WARNING) for e in report.entries):
+        out.append("Optimizer state lives where the parameters were when it was created: move the model "
+                   "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "
+                   "it casts the state to each parameter's device).")
+    if not (report.mismatches or report.warnings or report.problems) and report.entries:
+        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
+                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
+                   "`device=x.device` or a `*_like` function.")
+    return list(dict.fromkeys(out))
+
+
+def _code_html(text: str) -> str:
+    from .quizzes import code_html
+    return code_html(text)
+
+
+# --- reproducing a GPU checkpoint on any machine -------------------------------------------------
+
+_TAG_AS: Optional[str] = None
+_REGISTERED = False
+
+
+def _tag(storage: Any) -> Optional[str]:
+    if _TAG_AS is not None and getattr(storage, "device", None) is not None and storage.device.type == "cpu":
+        return _TAG_AS
+    return None
+
+
+def _no_restore(storage: Any, location: str) -> None:
+    return None  # leave loading to PyTorch's own deserializers
+
+
+def save_as_gpu_checkpoint(obj: Any, f: Any, location: str = "cuda:0") -> None:
+    """``torch.save(obj, f)``, writing CPU tensors as if they lived on ``location`` (default ``cuda:0``).
+
+    ``torch.save`` records each storage's device as a *location tag* (``"cpu"``, ``"cuda:0"``) next
+    to its bytes, and ``torch.load`` puts it back there. This writes the same bytes with the tag
+    a GPU machine would write, so a CPU-only runtime can meet, and fix, the real error of loading a
+    GPU checkpoint without ``map_location``. Nothing changes for any other ``torch.save`` call.
+
+    Args:
+        obj: what to save, e.g. a ``state_dict``; its tensors must be on the CPU.
+        f: a path or a binary file object.
+        location: the location tag to write, e.g. ``"cuda:0"``.
+    """
+    global _TAG_AS, _REGISTERED
+    if not _REGISTERED:
+        # priority -7: ahead of PyTorch's own taggers (cpu is 10), and unlikely to collide
+        torch.serialization.register_package(-7, _tag, _no_restore)
+        _REGISTERED = True
+    _TAG_AS = str(location)
+    try:
+        torch.save(obj, f)
+    finally:
+        _TAG_AS = None

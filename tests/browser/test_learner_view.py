@@ -1,0 +1,173 @@
+"""Open every notebook in real JupyterLab (and one in Notebook 7), Run All, and use it as a learner."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ARTIFACTS
+from course_utils.exercises import get_exercise
+from course_utils.quizzes import get_quiz
+from nbtools import exercise_cells, load, notebook_paths, source
+
+NOTEBOOKS = notebook_paths()
+QUIZ_CALL = re.compile(r"""cu\.quiz\(["']([^"']+)["']\)""")
+RUN_ALL_TIMEOUT_S = 180
+WIDGET_ERRORS = ("Error displaying widget", "model not found", "Failed to load model class")
+
+
+def api(server, method, path):
+    req = urllib.request.Request(server.url(path), method=method)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def shutdown_kernels(server):
+    for kernel in api(server, "GET", "api/kernels"):
+        api(server, "DELETE", f"api/kernels/{kernel['id']}")
+
+
+def menu(page, top, item):
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{top}$")).first.click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).first.click()
+
+
+def open_notebook(page, server, name, ui):
+    page.goto(server.url(f"lab/tree/{name}" if ui == "lab" else f"notebooks/{name}"))
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
+    page.wait_for_function("() => { const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+                           " return !s || s.getAttribute('data-status') === 'idle'; }", timeout=60_000)
+    wait_kernel_idle(server)
+
+
+def wait_kernel_idle(server, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        kernels = api(server, "GET", "api/kernels")
+        if kernels and all(k["execution_state"] == "idle" for k in kernels):
+            return
+        time.sleep(0.5)
+    raise AssertionError("the kernel never became idle")
+
+
+def run_all_and_save(page, server, path):
+    """Run All, wait until no cell is queued or running, save, and return the saved notebook."""
+    menu(page, "Run", "Run All Cells")
+    page.wait_for_timeout(500)
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))",
+        timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
+    before = path.stat().st_mtime_ns
+    menu(page, "File", "Save Notebook")
+    deadline = time.time() + 30
+    while path.stat().st_mtime_ns == before and time.time() < deadline:
+        time.sleep(0.2)
+    return load(path)
+
+
+def problems_in(nb, page_text):
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tagged = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        if cell["execution_count"] is None:
+            found.append(f"cell {i} never ran: {source(cell)[:60]!r}")
+        for out in cell["outputs"]:
+            if out["output_type"] == "error" and not tagged:
+                found.append(f"cell {i} raised {out['ename']}: {out['evalue'][:200]}")
+    found += [f"the page shows {e!r}" for e in WIDGET_ERRORS if e.lower() in page_text.lower()]
+    return found
+
+
+def keep_artifacts(path, nb):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / f"{path.stem}-outputs.ipynb"
+    out.write_text(json.dumps(nb, indent=1))
+    return out
+
+
+def answer_quiz(page, nth, quiz_id, right):
+    q = get_quiz(quiz_id)
+    box = page.locator(".course-quiz").nth(nth)
+    box.scroll_into_view_if_needed()
+    assert box.locator(".course-explanation").count() == 0, "explanation visible before committing"
+    choice = q.answer if right else (q.answer + 1) % len(q.options)
+    box.locator("input[type=radio]").nth(choice).check()
+    assert box.locator(".course-explanation").count() == 0, "explanation visible before committing"
+    box.get_by_role("button", name="Commit my prediction").click()
+    outcome = box.locator(".course-quiz-outcome")
+    outcome.wait_for(timeout=10_000)
+    text = outcome.inner_text()
+    assert ("Correct!" in text) if right else ("Not quite" in text), text
+    assert box.locator(".course-explanation").inner_text().strip()
+
+
+def press_check(box):
+    status = box.locator(".course-result")
+    count = box.locator(".course-check-count").inner_text()
+    box.get_by_role("button", name="Check").click()
+    box.page.wait_for_function(
+        "([el, old]) => el.querySelector('.course-check-count').textContent !== old",
+        arg=[box.element_handle(), count], timeout=30_000)
+    return status.inner_text()
+
+
+def solve_in_browser(page, ex_id):
+    """Type the reference solution into the answer cell, as a learner would, and run it."""
+    ex = get_exercise(ex_id)
+    cell = page.locator(".jp-CodeCell").filter(has_text=f"def {ex.name}(").filter(
+        has_text="raise NotImplementedError").first
+    if cell.count() == 0:
+        cell = page.locator(".jp-CodeCell").filter(has_text=f"class {ex.name}(").first
+    handle = cell.element_handle()  # pin the element: its text is about to change
+    handle.scroll_into_view_if_needed()
+    handle.query_selector(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(ex.solution_source)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        "(el) => /\\[\\d+\\]/.test(el.querySelector('.jp-InputPrompt').textContent)",
+        arg=handle, timeout=30_000)
+
+
+def learner_session(page, server, notebook_copy, path, ui):
+    target = notebook_copy / path.name
+    shutil.copy(path, target)  # start from the committed notebook every time
+    original = load(path)
+    open_notebook(page, server, path.name, ui)
+    try:
+        nb = run_all_and_save(page, server, target)
+        found = problems_in(nb, page.locator("body").inner_text())
+        if found:
+            print(f"\nnotebook outputs kept at {keep_artifacts(path, nb)}")
+        assert not found, "\n".join(found)
+
+        quizzes = [m for c in original["cells"] if c["cell_type"] == "code" for m in QUIZ_CALL.findall(source(c))]
+        answer_quiz(page, 0, quizzes[0], right=False)
+        answer_quiz(page, 1, quizzes[1], right=True)
+
+        ex_id = next(iter(exercise_cells(original)))
+        box = page.locator(".course-exercise").first
+        box.scroll_into_view_if_needed()
+        assert "not attempted" in box.locator(".course-result").inner_text()
+        assert "not attempted" in press_check(box)
+        solve_in_browser(page, ex_id)
+        after = press_check(box)
+        assert "passed" in after, after
+    finally:
+        shutdown_kernels(server)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_jupyterlab_run_all_and_use(page, server, notebook_copy, path):
+    learner_session(page, server, notebook_copy, path, ui="lab")
+
+
+def test_notebook7_run_all_and_use(page, server, notebook_copy):
+    learner_session(page, server, notebook_copy, NOTEBOOKS[0], ui="notebook")

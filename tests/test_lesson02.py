@@ -1,0 +1,210 @@
+"""Lesson 02 checks catch the realistic mistakes and say which one it was; the lesson's facts hold."""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+
+import pytest
+import torch
+import torch.utils.benchmark as benchmark
+from torch.utils.flop_counter import FlopCounterMode
+
+import course_utils as cu
+from course_utils import timing
+from course_utils.grading import simulated_accelerator
+from course_utils.lessons.l02_cpu_vs_gpu import _simulated_cpu_only, matmul_flops, pick_device
+
+
+# --- 02.pick_device ----------------------------------------------------------------------------
+
+def cuda_only():
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def backend_list():  # the pre-2.6 way: name the backends one by one (and miss the others)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return torch.device("xpu")
+    return torch.device("cpu")
+
+
+def unchecked_current():
+    return torch.device(torch.accelerator.current_accelerator().type)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda: torch.device("cuda"), "hard-cod"),
+    (lambda: torch.zeros(1).cuda().device, "hard-cod"),            # raises on CPU-only, wrong elsewhere
+    (cuda_only, "`torch.cuda.is_available()`"),
+    (backend_list, "fixed list of backends"),
+    (lambda: "cuda" if torch.cuda.is_available() else "cpu", "string"),
+    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator"),
+    (unchecked_current, "current_accelerator"),                      # None.type on CPU-only
+    (lambda: torch.accelerator.current_accelerator(check_available=True), "None"),
+    (lambda: torch.device("meta"), "hard-cod"),
+    (lambda: 0, "should return a `torch.device`"),
+])
+def test_pick_device_mistakes(answer, says):
+    result = cu.check("02.pick_device", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("answer", [
+    lambda: torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu"),
+    lambda: torch.device(torch.accelerator.current_accelerator().type if torch.accelerator.is_available()
+                         else "cpu"),
+    lambda: (torch.device(torch.accelerator.current_accelerator().type,
+                          torch.accelerator.current_device_index())
+             if torch.accelerator.is_available() else torch.device("cpu")),
+    cu.best_device,
+])
+def test_pick_device_accepts_valid_alternatives(answer, monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    result = cu.check("02.pick_device", answer)
+    assert result.passed, result.feedback
+
+
+def test_pick_device_simulations_restore_torch():
+    before = (torch.accelerator.is_available, torch.accelerator.current_accelerator, torch.cuda.is_available)
+    with _simulated_cpu_only():
+        assert not torch.accelerator.is_available() and pick_device() == torch.device("cpu")
+        assert torch.accelerator.current_accelerator() == torch.device("cuda")   # the built-for accelerator
+    with simulated_accelerator():
+        assert pick_device().type == "meta"
+    assert (torch.accelerator.is_available, torch.accelerator.current_accelerator,
+            torch.cuda.is_available) == before
+
+
+def test_pick_device_reference_on_this_machine():
+    acc = cu.accelerator()
+    assert pick_device().type == (acc.type if acc is not None else "cpu")
+
+
+# --- 02.matmul_flops ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda n: n ** 3, "forgot the 2"),
+    (lambda n: n ** 2, "number of outputs"),
+    (lambda n: 2 * n ** 2, "one multiply-add per output"),
+    (lambda n: n ** 2 * (2 * n - 1), "exact count n²(2n−1)"),
+    (lambda n: 2 * n ** 3.0, "float"),
+    (lambda n: 2 * math.pow(n, 3), "float"),
+    (lambda n: int(2 * n ** 3.0), "went through a float"),
+    (lambda n: round(2 * math.pow(n, 3)), "went through a float"),
+    (lambda n: 2 * n ** 3 if n > 1 else 1, "Empty matrices"),           # wrong for n = 0
+    (lambda n: max(2 * n ** 3, 8), "Empty matrices"),
+    (lambda n: 2 * n ** 3 if n != 1 else 1, "1×1 product"),             # wrong for n = 1
+    (lambda n: torch.tensor(2 * n ** 3), "tensor"),
+    (lambda n: 3 * n ** 3, "not 3"),
+    (lambda n: str(2 * n ** 3), "Python int"),
+])
+def test_matmul_flops_mistakes(answer, says):
+    result = cu.check("02.matmul_flops", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("answer", [lambda n: n * n * n * 2, lambda n: 2 * pow(n, 3), lambda n: (n ** 3) << 1])
+def test_matmul_flops_accepts_valid_alternatives(answer):
+    assert cu.check("02.matmul_flops", answer).passed
+
+
+# --- facts the notebook states ------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [0, 1, 7, 64, 100])
+def test_pytorch_flop_counter_uses_the_2n3_convention(n):
+    counter = FlopCounterMode(display=False)
+    with counter:
+        torch.randn(n, n, device="meta") @ torch.randn(n, n, device="meta")
+    assert counter.get_total_flops() == matmul_flops(n) == 2 * n ** 3
+
+
+def test_benchmark_timer_defaults_to_one_thread():
+    assert inspect.signature(benchmark.Timer).parameters["num_threads"].default == 1
+    m = benchmark.Timer("x @ x", globals={"x": torch.randn(8, 8)}).timeit(5)
+    assert m.task_spec.num_threads == 1
+
+
+def test_time_it_uses_all_of_pytorchs_threads(monkeypatch):
+    seen = []
+    real_timer = benchmark.Timer
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("num_threads", 1))
+        return real_timer(*args, **kwargs)
+    monkeypatch.setattr(timing.benchmark, "Timer", spy)
+    cu.time_it(torch.add, torch.ones(3), torch.ones(3), min_run_time=0.001)
+    assert seen == [torch.get_num_threads()]
+
+
+def test_benchmark_timer_synchronises_an_accelerator(monkeypatch):
+    """benchmark.Timer's clock waits for the accelerator before every reading (simulated here)."""
+    calls = []
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a, **k: calls.append(1))
+    benchmark.Timer("x + x", globals={"x": torch.ones(2)}).timeit(3)
+    assert calls, "torch.utils.benchmark no longer synchronises the accelerator around its measurements"
+
+
+def test_current_accelerator_reports_the_build_unless_asked_to_check():
+    param = inspect.signature(torch.accelerator.current_accelerator).parameters["check_available"]
+    assert param.default is False
+    if cu.accelerator() is None:
+        assert torch.accelerator.current_accelerator(check_available=True) is None
+        assert not torch.accelerator.is_available()
+
+
+def test_a_device_is_not_equal_to_its_name():
+    assert torch.device("cpu") != "cpu"
+
+
+@pytest.mark.skipif(torch.backends.cuda.is_built(), reason="this PyTorch is a CUDA build")
+def test_cuda_on_a_cpu_only_build_says_not_compiled():
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        torch.zeros(2, device="cuda")
+
+
+def test_cpu_ops_are_synchronous():
+    """On the CPU the result is complete when the call returns: a later synchronisation adds nothing."""
+    a = torch.randn(256, 256)
+    c = a @ a
+    assert torch.allclose(c, a @ a)   # the values are there, no waiting needed
+
+
+# --- on a real accelerator ----------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_unsynchronised_timing_misses_the_work():
+    device = cu.best_device()
+    a = torch.randn(4096, 4096, device=device)
+    a @ a
+    torch.accelerator.synchronize()
+    start = time.perf_counter()
+    a @ a
+    naive = time.perf_counter() - start
+    torch.accelerator.synchronize()
+    start = time.perf_counter()
+    a @ a
+    torch.accelerator.synchronize()
+    synced = time.perf_counter() - start
+    assert naive < synced
+
+
+@pytest.mark.gpu
+def test_pick_device_reference_finds_the_accelerator():
+    assert pick_device().type == cu.accelerator().type
+    assert cu.check("02.pick_device", pick_device).passed
+
+
+@pytest.mark.gpu
+def test_cuda_events_measure_milliseconds():
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA events need CUDA")
+    a = torch.randn(1024, 1024, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    a @ a
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) > 0

@@ -1,0 +1,287 @@
+"""Lesson 05 checks catch the realistic mistakes and say which one it was; the lesson's facts still hold."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+import course_utils as cu
+
+
+def _dev(x):
+    return x.device if isinstance(x, torch.Tensor) else x
+
+
+# --- 05.is_on ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda x, w: _dev(x) == w, "never equals a string"),
+    (lambda x, w: _dev(x) == torch.device(w), "has index None"),
+    (lambda x, w: str(_dev(x)) == str(w), "has index None"),
+    (lambda x, w: _dev(x).type == torch.device(w).type, "Comparing only `.type` is not enough"),
+    (lambda x, w: str(w) in str(_dev(x)), "`in` or `startswith`"),
+    (lambda x, w: str(_dev(x)).startswith(str(w)), "`in` or `startswith`"),
+    (lambda x, w: _dev(x).type == w, "compare a string"),
+    (lambda x, w: (_dev(x).type == torch.device(w).type
+                   and _dev(x).index == torch.device(w).index), "has index None"),
+    (lambda x, w: x.device.type == torch.device(w).type, "a device has no `.device`"),
+    (lambda x, w: torch.tensor(_dev(x).type == torch.device(w).type), "Python bool"),
+    (lambda x, w: int(_dev(x).type == torch.device(w).type), "return True or False"),
+])
+def test_is_on_mistakes(answer, says):
+    result = cu.check("05.is_on", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("answer", [
+    # symmetric reading: a missing index on either side matches any index
+    lambda x, w: (_dev(x).type == torch.device(w).type
+                  and None in (_dev(x).index, torch.device(w).index)
+                  or _dev(x) == torch.device(w)),
+    # through strings, carefully
+    lambda x, w: (str(_dev(x)).split(":")[0] == str(torch.device(w)).split(":")[0]
+                  and (":" not in str(torch.device(w)) or str(_dev(x)) == str(torch.device(w)))),
+    # torch.device(x) accepts a device, so a tensor's device can be passed through it
+    lambda x, w: (lambda a, b: a.type == b.type and b.index in (None, a.index))(
+        torch.device(_dev(x)), torch.device(w)),
+])
+def test_is_on_accepts_valid_alternatives(answer):
+    assert cu.check("05.is_on", answer).passed
+
+
+# --- 05.model_device ----------------------------------------------------------------------------
+
+def _all(m):
+    return itertools.chain(m.parameters(), m.buffers())
+
+
+def _unique(devices, raise_as=ValueError, message="spread over {}"):
+    if not devices:
+        return None
+    if len(devices) > 1:
+        raise raise_as(message.format(devices))
+    return next(iter(devices))
+
+
+def first_parameter(m):
+    return next(m.parameters()).device
+
+
+def first_parameter_or_none(m):
+    p = next(m.parameters(), None)
+    return None if p is None else p.device
+
+
+def parameters_only(m):
+    return _unique({p.device for p in m.parameters()})
+
+
+def parameters_else_buffers(m):
+    return _unique({p.device for p in m.parameters()} or {b.device for b in m.buffers()})
+
+
+def buffers_only(m):
+    return _unique({b.device for b in m.buffers()})
+
+
+def own_tensors_only(m):
+    return _unique({t.device for t in itertools.chain(m.parameters(recurse=False), m.buffers(recurse=False))})
+
+
+def as_string(m):
+    return _unique({str(t.device) for t in _all(m)})
+
+
+def never_raises(m):
+    devices = {t.device for t in _all(m)}
+    return devices.pop() if devices else None
+
+
+def first_tensor(m):
+    for t in _all(m):
+        return t.device
+    return None
+
+
+def raises_runtime_error(m):
+    return _unique({t.device for t in _all(m)}, raise_as=RuntimeError)
+
+
+def asserts(m):
+    devices = {t.device for t in _all(m)}
+    assert len(devices) <= 1, "model on several devices"
+    return devices.pop() if devices else None
+
+
+def vague_message(m):
+    return _unique({t.device for t in _all(m)}, message="the model is on more than one device")
+
+
+def cpu_when_empty(m):
+    return _unique({t.device for t in _all(m)}) or torch.device("cpu")
+
+
+def raises_when_empty(m):
+    devices = {t.device for t in _all(m)}
+    if len(devices) != 1:
+        raise ValueError(f"expected one device, found {devices}")
+    return devices.pop()
+
+
+def returns_the_set(m):
+    devices = {t.device for t in _all(m)}
+    if len(devices) > 1:
+        raise ValueError(f"spread over {devices}")
+    return devices or None
+
+
+def from_state_dict(m):
+    return _unique({t.device for t in m.state_dict().values()})
+
+
+@pytest.mark.parametrize("answer, says", [
+    (first_parameter, "StopIteration"),
+    (first_parameter_or_none, "Buffers live on a device too"),
+    (parameters_only, "Buffers live on a device too"),
+    (parameters_else_buffers, "you ignored (some of) the buffers"),
+    (buffers_only, "Look at the parameters too"),
+    (own_tensors_only, "belong to its submodules"),
+    (as_string, "returned the string 'cpu'"),
+    (never_raises, "instead of raising ValueError"),
+    (first_tensor, "the device of the first parameter"),
+    (raises_runtime_error, "you raised RuntimeError"),
+    (asserts, "you raised AssertionError"),
+    (vague_message, "does not name the devices"),
+    (cpu_when_empty, "return None. You returned `cpu`"),
+    (raises_when_empty, "is not an error: return None"),
+    (returns_the_set, "Return a single `torch.device`"),
+    (from_state_dict, "non-persistent buffer"),
+])
+def test_model_device_mistakes(answer, says):
+    result = cu.check("05.model_device", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+def test_ignoring_buffers_is_caught_on_the_spread_module_from_the_task():
+    """Parameters on cpu, a buffer on meta: an answer blind to buffers returns cpu and is told so."""
+    from course_utils.lessons.l05_device_attribute import _Scaled, _check_spread
+    from course_utils.grading import Wrong
+    module = _Scaled("meta")
+    with pytest.raises(Wrong, match="ignored"):
+        _check_spread(parameters_else_buffers, module, "the module", {torch.device("cpu")},
+                      {torch.device("meta")})
+
+
+@pytest.mark.parametrize("answer", [
+    lambda m: _unique({t.device for t in _all(m)}),
+    lambda m: _unique({t.device for _, t in itertools.chain(m.named_parameters(), m.named_buffers())},
+                      message="parameters/buffers on: {}"),
+    lambda m: _unique(set(t.device for t in list(m.parameters()) + list(m.buffers())),
+                      message="found " + "{}"),
+])
+def test_model_device_accepts_valid_alternatives(answer):
+    assert cu.check("05.model_device", answer).passed
+
+
+@pytest.mark.gpu
+def test_model_device_rejects_an_index_less_device_on_the_accelerator():
+    def rebuilt(m):
+        devices = {t.device for t in _all(m)}
+        if len(devices) > 1:
+            raise ValueError(f"spread over {devices}")
+        return torch.device(devices.pop().type) if devices else None
+    result = cu.check("05.model_device", rebuilt)
+    assert not result.passed and "has index None" in result.feedback, result.feedback
+
+
+@pytest.mark.gpu
+def test_is_on_is_checked_on_accelerator_tensors():
+    seen = []
+
+    def spy(x, wanted):
+        seen.append(_dev(x).type)
+        from course_utils.lessons.l05_device_attribute import is_on
+        return is_on(x, wanted)
+    assert cu.check("05.is_on", spy).passed
+    assert cu.accelerator().type in seen
+
+
+# --- facts the notebook states ----------------------------------------------------------------
+
+def test_fact_cuda_without_index_is_not_cuda0():
+    assert torch.device("cuda") != torch.device("cuda:0")
+    assert torch.device("cuda").index is None and torch.device("cuda:0").index == 0
+    assert torch.device("cuda", 1) == torch.device("cuda:1") and str(torch.device("cuda", 0)) == "cuda:0"
+
+
+def test_fact_a_device_never_equals_a_string():
+    assert (torch.device("cpu") == "cpu") is False
+    assert (torch.ones(1).device == "cpu") is False
+    assert ("cpu" == torch.device("cpu")) is False
+    assert torch.ones(1).device == torch.device("cpu") and torch.ones(1).device.type == "cpu"
+
+
+def test_fact_cpu_and_meta_tensors_report_no_index():
+    assert torch.ones(1).device.index is None
+    assert torch.ones(1, device="meta").device.index is None
+    assert isinstance(torch.ones(1).device, torch.device)
+
+
+def test_fact_text_comparison_trap():
+    assert "cuda:1" in str(torch.device("cuda", 10))
+
+
+def test_fact_module_has_no_device_attribute():
+    with pytest.raises(AttributeError, match="'Linear' object has no attribute 'device'"):
+        nn.Linear(4, 2).device  # noqa: B018
+    assert hasattr(torch.ones(1), "device")
+
+
+def test_fact_next_parameters_of_parameter_free_module():
+    with pytest.raises(StopIteration):
+        next(nn.ReLU().parameters())
+
+
+def test_fact_batchnorm_without_affine_has_buffers_only():
+    stats = nn.BatchNorm1d(8, affine=False)
+    assert list(stats.parameters()) == []
+    assert [n for n, _ in stats.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]
+    assert all(b.device.type == "cpu" for b in stats.buffers())
+
+
+def test_fact_module_to_moves_parameters_and_buffers_in_place():
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+    assert model.to("meta") is model
+    assert {t.device.type for t in itertools.chain(model.parameters(), model.buffers())} == {"meta"}
+
+
+def test_fact_split_model_error_and_first_parameter():
+    half = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    half[2].to("meta")
+    assert next(half.parameters()).device.type == "cpu"
+    with pytest.raises(RuntimeError, match="Tensor on device meta is not on the expected device cpu!"):
+        half(torch.randn(3, 4))
+
+
+def test_fact_state_dict_leaves_out_non_persistent_buffers():
+    m = nn.Module()
+    m.register_buffer("mask", torch.ones(3, device="meta"), persistent=False)
+    assert "mask" not in m.state_dict() and [n for n, _ in m.named_buffers()] == ["mask"]
+
+
+@pytest.mark.gpu
+def test_fact_an_accelerator_tensor_reports_its_index():
+    acc = cu.accelerator()
+    t = torch.ones(2, device=acc.type)
+    assert t.device.index == torch.accelerator.current_device_index()
+    assert t.device != torch.device(acc.type)
+
+
+@pytest.mark.gpu
+def test_fact_gpu_mismatch_message_starts_as_the_notebook_says():
+    acc = cu.accelerator()
+    layer = nn.Linear(4, 2).to(acc.type)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        layer(torch.randn(3, 4))
