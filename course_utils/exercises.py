@@ -113,7 +113,7 @@ def check(exercise_id: str, answer: Any) -> Result:
     printed = io.StringIO()
     status, feedback = FAILED, ""
     try:
-        with _time_limit(TIME_LIMIT), contextlib.redirect_stdout(printed), \
+        with _time_limit(TIME_LIMIT), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):
             feedback = ex.grade(answer)
         status = PASSED
@@ -179,6 +179,22 @@ def _time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _torch_state_kept() -> Iterator[None]:
+    """Undo what learner code may change globally: default device and dtype, grad mode, RNG."""
+    import torch
+
+    device, dtype, grad = torch.get_default_device(), torch.get_default_dtype(), torch.is_grad_enabled()
+    rng = torch.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.set_default_device(device)
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.set_rng_state(rng)
 
 
 def _load_lessons() -> None:

@@ -30,11 +30,16 @@ def test_uses_all_threads_unlike_a_bare_timer(monkeypatch):
 
 
 def test_agrees_with_torch_utils_benchmark():
+    """Same operation, alternating between the helper and a bare Timer: medians agree."""
     a = torch.randn(384, 384)
-    ours = timing.time_it(torch.mm, a, a, min_run_time=0.2).median
-    theirs = benchmark.Timer("torch.mm(a, a)", globals={"torch": torch, "a": a},
-                             num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2).median
-    assert abs(ours - theirs) / theirs < 0.5   # same machinery; generous for a shared 2-core runner
+    ours, theirs = [], []
+    for _ in range(5):
+        ours.append(timing.time_it(torch.mm, a, a, min_run_time=0.05).median)
+        theirs.append(benchmark.Timer("torch.mm(a, a)", globals={"torch": torch, "a": a},
+                                      num_threads=torch.get_num_threads())
+                      .blocked_autorange(min_run_time=0.05).median)
+    ours_m, theirs_m = sorted(ours)[2], sorted(theirs)[2]
+    assert abs(ours_m - theirs_m) / theirs_m < 0.35   # the benchmark script reports the exact figure
 
 
 @pytest.mark.parametrize("seconds, text", [(2.5, "2.5 s"), (0.0123, "12.3 ms"), (4.5e-6, "4.5 µs"),

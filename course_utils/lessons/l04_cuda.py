@@ -95,9 +95,9 @@ class _no_accelerator:
             (torch.cuda, "is_available"): lambda: False,
             (torch.cuda, "device_count"): lambda: 0,
         }
-        backend = getattr(torch.backends, acc.type, None) or getattr(torch, acc.type, None)
-        if backend is not None and callable(getattr(backend, "is_available", None)):
-            fake[(backend, "is_available")] = lambda: False
+        for backend in (getattr(torch.backends, acc.type, None), getattr(torch, acc.type, None)):
+            if backend is not None and callable(getattr(backend, "is_available", None)):
+                fake[(backend, "is_available")] = lambda: False  # e.g. torch.backends.mps, torch.xpu
         for (module, name), replacement in fake.items():
             self._saved.append((module, name, getattr(module, name)))
             setattr(module, name, replacement)
@@ -196,7 +196,7 @@ def _grade_to_accelerator(answer: Any) -> str:
                         "The check simulates a machine whose accelerator is not CUDA (as on a Mac with "
                         f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
                         f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
-                        "`.cuda()`, `.to('cuda')` and `'cuda:0'` only work with CUDA; move `t` to "
+                        "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
                         "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn)) from None
                 raise
             got = expect_tensor(got, f"For a {describe(t)}, your result")
@@ -205,14 +205,14 @@ def _grade_to_accelerator(answer: Any) -> str:
                     f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
                     f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
                     "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()` misses every "
-                    "accelerator that is not CUDA, and a device chosen once outside the function misses "
-                    "changes: ask `torch.accelerator.is_available()` and `current_accelerator()` inside the "
+                    "accelerator that is not CUDA (and a device chosen once, outside the function, cannot notice "
+                    "one either): ask `torch.accelerator.is_available()` and `current_accelerator()` inside the "
                     "function.")
             if got.device.type != fake.type:
                 raise Wrong(
                     f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
-                    f"to `{got.device}`. Hard-coding a device type (such as `.cuda()` or `'cuda'`) only works "
-                    "on machines that have it; move to `torch.accelerator.current_accelerator()`."
+                    f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
+                    "move to `torch.accelerator.current_accelerator()`."
                     + _index_zero_note(fn))
             _same_meta(t, got)
 

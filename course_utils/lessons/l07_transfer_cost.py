@@ -30,10 +30,11 @@ add_quiz(
 add_quiz(
     "07.predict_100mb",
     "A link has 10 µs latency and 12 GB/s bandwidth. About how long does one 100 MB copy take?",
-    ["About 0.83 µs", "About 10 µs: the latency", "About 8.3 ms", "About 1.2 s"],
-    2,
+    ["About 10 µs: the latency decides", "About 8.3 ms", "About 67 ms", "About 8.3 s"],
+    1,
     "Time = latency + bytes / bandwidth = 10 µs + 100e6 / 12e9 s = 0.00001 + 0.00833 s, about 8.3 ms. "
-    "For a copy this big the latency is about 0.1 % of the time; for a 4 KB copy it is nearly all of it.",
+    "For a copy this big the latency is about 0.1 % of the time; for a 4 KB copy it is nearly all of it. "
+    "67 ms is what you get by counting bits (x 8); 8.3 s by mixing up milliseconds and seconds.",
 )
 add_quiz(
     "07.same_device_to",
@@ -332,6 +333,12 @@ def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], dev
     return got
 
 
+def _preview(t: torch.Tensor, count: int = 4) -> str:
+    values = t.detach().cpu().flatten()[:count].tolist()
+    text = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in values)
+    return f"[{text}{', …' if t.numel() > count else ''}]"
+
+
 def _diagnose_values(got: torch.Tensor, want: torch.Tensor, batches: list[torch.Tensor]) -> str:
     got_c = got.cpu()
     if any(_values_match(got_c, b) for b in batches) and len(batches) > 1:
@@ -353,6 +360,13 @@ def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.dev
                         "NumPy) cannot run there. Keep the whole sum as tensor operations.") from None
         except (KeyboardInterrupt, TimeLimit):
             raise
+        except RuntimeError as e:
+            if "meta" in str(e):
+                raise Wrong(f"With {label}, your code raised RuntimeError: {safe_repr(str(e), 200)}. "
+                            "Meta tensors have no data, so reading a value (`.item()`, `float(t)`, `if t:`) "
+                            "cannot run there. On a GPU each such read is a synchronisation too: keep the "
+                            "sum as tensor operations.") from None
+            raise Crashed(e, label) from None
         except BaseException as e:
             raise Crashed(e, label) from None
     return got, seen
@@ -426,10 +440,8 @@ def _grade_sum_batches(answer: Any) -> str:
             _check_inputs_untouched(batches, originals, saved, label)
             got = _check_result(got, want, originals, dev, label)
             if not _values_match(got, want):
-                raise Wrong(f"With {label}, the values are wrong: expected "
-                            f"{safe_repr(want.cpu().flatten()[:4].tolist())}…, got "
-                            f"{safe_repr(got.cpu().flatten()[:4].tolist())}…."
-                            + _diagnose_values(got, want, originals))
+                raise Wrong(f"With {label}, the values are wrong: expected {_preview(want)}, got "
+                            f"{_preview(got)}." + _diagnose_values(got, want, originals))
 
     # 2. copies and where the adding ran, on meta (and the accelerator)
     for dev in count_devices:

@@ -1,0 +1,463 @@
+"""Lesson 03 checks catch the realistic mistakes and say which one it was; the lesson's facts hold."""
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+
+import course_utils as cu
+from course_utils.lessons.l03_to_device import prepare, to_device
+
+
+def _fails_with(exercise_id, answer, says):
+    result = cu.check(exercise_id, answer)
+    assert not result.passed and says in result.feedback, result.feedback
+    return result
+
+
+# --- 03.to_device: wrong answers -------------------------------------------------------------
+
+def forgot_to_reassign(obj, device):
+    if isinstance(obj, torch.Tensor):
+        obj.to(device)                      # result thrown away
+        return obj
+    if isinstance(obj, dict):
+        return {k: forgot_to_reassign(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [forgot_to_reassign(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(forgot_to_reassign(v, device) for v in obj)
+    return obj
+
+
+def top_level_only(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(v.to(device) if isinstance(v, torch.Tensor) else v for v in obj)
+    return obj
+
+
+def tuple_becomes_list(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: tuple_becomes_list(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [tuple_becomes_list(v, device) for v in obj]
+    return obj
+
+
+def dict_becomes_list(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return [dict_becomes_list(v, device) for v in obj.values()]
+    if isinstance(obj, list):
+        return [dict_becomes_list(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(dict_becomes_list(v, device) for v in obj)
+    return obj
+
+
+def ignores_tuples(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: ignores_tuples(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [ignores_tuples(v, device) for v in obj]
+    return obj
+
+
+def numbers_to_tensors(obj, device):
+    if isinstance(obj, dict):
+        return {k: numbers_to_tensors(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [numbers_to_tensors(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(numbers_to_tensors(v, device) for v in obj)
+    if isinstance(obj, (int, float)):
+        return torch.as_tensor(obj, device=device)
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    return obj
+
+
+def forgets_the_else(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: forgets_the_else(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [forgets_the_else(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(forgets_the_else(v, device) for v in obj)
+
+
+def copies_non_tensors(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: copies_non_tensors(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [copies_non_tensors(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(copies_non_tensors(v, device) for v in obj)
+    return copy.deepcopy(obj)
+
+
+def mutates_input(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        for k in obj:
+            obj[k] = mutates_input(obj[k], device)
+        return obj
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            obj[i] = mutates_input(v, device)
+        return obj
+    if isinstance(obj, tuple):
+        return tuple(mutates_input(v, device) for v in obj)
+    return obj
+
+
+def drops_non_tensors(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: drops_non_tensors(v, device) for k, v in obj.items()
+                if isinstance(v, (torch.Tensor, dict, list, tuple))}
+    if isinstance(obj, list):
+        return [drops_non_tensors(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(drops_non_tensors(v, device) for v in obj)
+    return obj
+
+
+def casts_to_float(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, torch.float32)
+    if isinstance(obj, dict):
+        return {k: casts_to_float(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [casts_to_float(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(casts_to_float(v, device) for v in obj)
+    return obj
+
+
+def new_zeros_instead(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return torch.zeros_like(obj, device=device)
+    if isinstance(obj, dict):
+        return {k: new_zeros_instead(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [new_zeros_instead(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(new_zeros_instead(v, device) for v in obj)
+    return obj
+
+
+def tuple_to_generator(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: tuple_to_generator(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [tuple_to_generator(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return (tuple_to_generator(v, device) for v in obj)   # forgot tuple(...)
+    return obj
+
+
+@pytest.mark.parametrize("answer, says", [
+    (forgot_to_reassign, "throws the result away"),
+    (lambda obj, device: obj, "no tensor was moved"),
+    (top_level_only, "moved only the top level"),
+    (tuple_becomes_list, "was a tuple and came back as a list"),
+    (dict_becomes_list, "was a dict and came back as a list"),
+    (ignores_tuples, "look inside tuples"),
+    (numbers_to_tensors, "turned it into a tensor"),
+    (forgets_the_else, "returned None for it"),
+    (copies_non_tensors, "different Tag object"),
+    (mutates_input, "changed the structure it was given"),
+    (drops_non_tensors, "lost the key(s) 'id'"),
+    (casts_to_float, "without changing their dtype"),
+    (new_zeros_instead, "different values"),
+    (tuple_to_generator, "came back as a generator"),
+])
+def test_to_device_mistakes(answer, says):
+    _fails_with("03.to_device", answer, says)
+
+
+def test_to_device_names_the_path_of_the_tensor_left_behind():
+    feedback = cu.check("03.to_device", top_level_only).feedback
+    assert "`batch['inputs']['ids']` is still on `cpu`" in feedback
+
+
+def _with_type(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device=device)
+    if isinstance(obj, dict):
+        return dict((k, _with_type(v, device)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_with_type(v, device) for v in obj)
+    return obj
+
+
+@pytest.mark.parametrize("answer", [
+    to_device,
+    _with_type,
+    lambda obj, device: pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), obj),
+    lambda obj, device: pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, obj),
+], ids=["reference", "type(obj)(...)", "pytree.tree_map_only", "pytree.tree_map"])
+def test_to_device_accepts_valid_alternatives(answer):
+    result = cu.check("03.to_device", answer)
+    assert result.passed, result.feedback
+
+
+# --- 03.prepare: wrong answers ---------------------------------------------------------------
+
+def forgot_batch_reassign(model, batch, device):
+    model.to(device)
+    batch.to(device)            # result thrown away
+    return model, batch
+
+
+def moved_model_not_batch(model, batch, device):
+    model = model.to(device)
+    return model, batch
+
+
+def moved_batch_not_model(model, batch, device):
+    return model, batch.to(device)
+
+
+def returns_only_model(model, batch, device):
+    batch = batch.to(device)
+    return model.to(device)
+
+
+def returns_only_batch(model, batch, device):
+    model.to(device)
+    return batch.to(device)
+
+
+def returns_nothing(model, batch, device):
+    model.to(device)
+    batch = batch.to(device)
+
+
+def swapped(model, batch, device):
+    return batch.to(device), model.to(device)
+
+
+def copies_the_model(model, batch, device):
+    return copy.deepcopy(model).to(device), batch.to(device)
+
+
+def casts_batch_to_float(model, batch, device):
+    return model.to(device), batch.to(device).float()
+
+
+def parameters_one_by_one(model, batch, device):
+    for module in model.modules():
+        for name, p in list(module.named_parameters(recurse=False)):
+            setattr(module, name, nn.Parameter(p.detach().to(device)))
+    return model, batch.to(device)
+
+
+def assigns_param_data(model, batch, device):
+    for p in model.parameters():
+        p.data = p.data.to(device)
+    return model, batch.to(device)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (forgot_batch_reassign, "threw the result away"),
+    (moved_model_not_batch, "moved the model but not the batch"),
+    (moved_batch_not_model, "moved the batch but not the model"),
+    (returns_only_model, "returned only the model"),
+    (returns_only_batch, "returned only the batch"),
+    (returns_nothing, "returned None"),
+    (swapped, "the order is `(model, batch)`"),
+    (copies_the_model, "different model object"),
+    (casts_batch_to_float, "without changing its dtype"),
+    (parameters_one_by_one, "buffer `1.running_mean`"),
+    (assigns_param_data, "Use `model.to(device)`"),
+])
+def test_prepare_mistakes(answer, says):
+    _fails_with("03.prepare", answer, says)
+
+
+@pytest.mark.parametrize("answer", [
+    prepare,
+    lambda model, batch, device: (model.to(device), batch.to(device)),
+    lambda model, batch, device: [model.to(device), batch.to(device)],
+    lambda model, batch, device: (model.to(device=device), batch.to(device=device)),
+], ids=["reference", "one line", "a list", "keyword device"])
+def test_prepare_accepts_valid_alternatives(answer):
+    result = cu.check("03.prepare", answer)
+    assert result.passed, result.feedback
+
+
+# --- properties of the checks themselves ------------------------------------------------------
+
+@pytest.mark.parametrize("ex_id", ["03.to_device", "03.prepare"])
+def test_checks_leave_the_global_rng_alone_and_are_fast(ex_id):
+    state = torch.get_rng_state()
+    start = time.perf_counter()
+    assert cu.check(ex_id, cu.exercises.get_exercise(ex_id).reference).passed
+    assert time.perf_counter() - start < 2.0
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_checks_use_meta_as_the_target_device():
+    seen = []
+
+    def spy(obj, device):
+        seen.append(torch.device(device).type)
+        return to_device(obj, device)
+    assert cu.check("03.to_device", spy).passed
+    assert "meta" in seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ex_id", ["03.to_device", "03.prepare"])
+def test_checks_use_the_accelerator(ex_id):
+    seen = []
+    reference = cu.exercises.get_exercise(ex_id).reference
+
+    def spy(*args):
+        seen.append(torch.device(args[-1]).type)
+        return reference(*args)
+    assert cu.check(ex_id, spy).passed
+    assert cu.accelerator().type in seen
+
+
+# --- facts the notebook states ----------------------------------------------------------------
+
+def test_to_returns_self_when_nothing_changes():
+    t = torch.randn(3)
+    assert t.to("cpu") is t and t.to(t.device) is t and t.to(torch.float32) is t
+    assert t.to("cpu", torch.float32) is t and t.to(torch.device("cpu")) is t
+    assert t.to("meta") is not t and t.to(torch.float64) is not t
+
+
+def test_the_result_of_a_no_op_to_shares_memory_and_copy_true_does_not():
+    t = torch.zeros(3)
+    t.to("cpu")[0] = 100.0
+    assert t[0] == 100.0
+    t = torch.zeros(3)
+    c = t.to("cpu", copy=True)
+    c[0] = 100.0
+    assert c is not t and t[0] == 0.0 and c.data_ptr() != t.data_ptr()
+
+
+def test_to_never_moves_the_original():
+    x = torch.arange(6.0)
+    x.to("meta")
+    assert x.device.type == "cpu"
+
+
+def test_to_changes_dtype_and_truncates_to_integers():
+    t = torch.tensor([1.7, -1.7, 2.5])
+    assert t.to(torch.int64).tolist() == [1, -1, 2] and t.dtype == torch.float32
+    like = torch.zeros(1, dtype=torch.bfloat16, device="meta")
+    assert t.to(like).dtype == torch.bfloat16 and t.to(like).device.type == "meta"
+    both = t.to("meta", torch.float16)
+    assert both.dtype == torch.float16 and both.device.type == "meta"
+
+
+def test_device_objects_and_strings():
+    t = torch.ones(2)
+    assert (torch.device("cpu") == "cpu") is False and (t.device == "cpu") is False
+    assert t.device.type == "cpu" and t.device == torch.device("cpu") and str(t.device) == "cpu"
+    assert torch.device("cuda") != torch.device("cuda:0") and torch.device("cuda").index is None
+    assert repr(t.device) == "device(type='cpu')"
+
+
+def test_mixing_meta_and_cpu_messages():
+    w = torch.ones(6, device="meta")
+    with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta!"):
+        w * torch.arange(6.0)
+    with pytest.raises(RuntimeError, match="Tensor on device meta is not on the expected device cpu!"):
+        nn.Linear(4, 1).to("meta")(torch.randn(2, 4))
+
+
+def test_module_to_is_in_place_and_moves_buffers():
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    assert model.to("meta") is model
+    assert all(p.device.type == "meta" for p in model.parameters())
+    assert all(b.device.type == "meta" for b in model.buffers())
+
+
+def test_parameter_identity_survives_a_dtype_change_but_not_a_move_to_meta():
+    model = nn.Linear(4, 3)
+    weight = model.weight
+    model.to(torch.float64)
+    assert weight is model.weight and weight.dtype == torch.float64
+    model.to("meta")
+    assert weight is not model.weight and weight.device.type == "cpu"
+
+
+def test_an_optimizer_built_before_a_meta_move_keeps_the_old_parameters():
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.to("meta")
+    held = optimizer.param_groups[0]["params"][0]
+    assert held is not model.weight and held.device.type == "cpu"
+
+
+@pytest.mark.gpu
+def test_parameter_identity_survives_a_move_to_the_accelerator():
+    model = nn.Linear(4, 3)
+    weight = model.weight
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.to(cu.best_device())
+    assert weight is model.weight and weight.device.type == cu.accelerator().type
+    assert optimizer.param_groups[0]["params"][0] is model.weight
+
+
+@pytest.mark.gpu
+def test_cuda_mismatch_message():
+    if cu.accelerator().type != "cuda":
+        pytest.skip("the message quoted in the notebook is CUDA's")
+    model = nn.Linear(4, 1).to("cuda")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least "
+                                           "two devices, cuda:0 and cpu!"):
+        model(torch.randn(2, 4))
+
+
+def test_a_dict_has_no_to():
+    with pytest.raises(AttributeError, match="'dict' object has no attribute 'to'"):
+        {"x": torch.ones(1)}.to("meta")
+
+
+def test_a_moved_tensor_is_not_a_leaf_and_optimizers_refuse_it():
+    moved = torch.randn(3, requires_grad=True).to("meta")
+    made_there = torch.randn(3, device="meta", requires_grad=True)
+    assert not moved.is_leaf and moved.grad_fn is not None and made_there.is_leaf
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        torch.optim.SGD([moved], lr=0.1)
+    torch.optim.SGD([made_there], lr=0.1)
+
+
+def test_autocast_keeps_weights_float32_and_half_does_not():
+    layer = nn.Linear(4, 3)
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        out = layer(torch.randn(2, 4))
+    assert out.dtype == torch.bfloat16 and layer.weight.dtype == torch.float32
+    assert nn.Linear(4, 3).half().weight.dtype == torch.float16
+
+
+def test_there_is_no_automatic_memory_format():
+    assert not hasattr(torch.memory_format, "AUTO")
