@@ -1,9 +1,13 @@
-"""Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``."""
+"""Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
+| ``list`` | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.grade`).
+"""
 from __future__ import annotations
 
 import argparse
 import runpy
 import sys
+
+from . import grade
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     p_sol = sub.add_parser("solution", help="show the reference solution (after an attempt)")
     p_sol.add_argument("exercise_id")
     sub.add_parser("list", help="list the exercises")
+    p_grade = sub.add_parser("grade", help="grade submitted notebooks in isolated processes, into a CSV",
+                             description="Grade each notebook's answer cells in a fresh, time- and "
+                                         "memory-limited process with the course's own checks.")
+    grade.add_arguments(p_grade)
     args = parser.parse_args(argv)
 
     from . import store, widgets
@@ -36,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             print(widgets.hint(args.exercise_id, args.number))
         elif args.command == "solution":
             print(widgets.solution(args.exercise_id))
+        elif args.command == "grade":
+            return grade.run(args)
         elif args.command == "check":
             ex = get_exercise(args.exercise_id)
             try:

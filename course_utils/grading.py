@@ -58,7 +58,9 @@ def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
     """
     try:
         return fn(*args, **kwargs)
-    except NotImplementedError:
+    except NotImplementedError as e:
+        if "meta tensor" in str(e):  # PyTorch's own "Cannot copy out of meta tensor", not the stub
+            raise Crashed(e, context) from None
         raise NotAttempted() from None
     except (KeyboardInterrupt, TimeLimit):
         raise

@@ -103,20 +103,23 @@ class DeviceReport:
         return out
 
     def headline(self) -> str:
-        """One sentence: is everything on the target, and if not, what is not."""
-        tensors = [e for e in self.entries if e.device]
+        """One or two sentences: is everything on the target, and if not, what is not."""
+        tensors = [e for e in self.entries if e.device and e.kind != "optimizer state"]
         if self.target is None:
             return "Found no tensors to check." if not tensors else "No target device to compare with."
-        bad = self.mismatches
+        bad = sorted({e.name for e in tensors if e.status == MISMATCH})
         if bad:
-            shown = ", ".join(bad[:6]) + (f" and {len(bad) - 6} more" if len(bad) > 6 else "")
-            return f"{len(bad)} of {len(tensors)} tensors are not on {self.target}: {shown}."
+            text = f"{len(bad)} of {len(tensors)} tensors are not on {self.target}: {_names(bad)}."
+        elif tensors:
+            text = f"All {len(tensors)} tensors are on {self.target}."
+        else:
+            text = "Found no tensors to check."
+        stray = sorted({e.name for e in self.entries if e.kind == "optimizer state" and e.status == MISMATCH})
+        if stray:
+            text += f" Optimizer state not next to its parameter: {_names(stray)}."
         if self.warnings:
-            return (f"All {len(tensors)} tensors are on {self.target} now, but "
-                    f"{len(self.warnings)} will not follow Module.to: {', '.join(self.warnings[:6])}.")
-        if not tensors:
-            return "Found no tensors to check."
-        return f"All {len(tensors)} tensors are on {self.target}."
+            text += f" Watch out for {_names(self.warnings)}: see the notes."
+        return text
 
     def text(self, max_rows: int = 40) -> str:
         """Plain text: a table (flagged rows always shown), the headline and the suggested fixes."""
@@ -185,6 +188,10 @@ class DeviceReport:
             return list(self.entries), 0
         keep = set(map(id, flagged + fine[:room]))
         return [e for e in self.entries if id(e) in keep], len(fine) - room
+
+
+def _names(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *,
@@ -296,7 +303,7 @@ def _model_tensors(model: Any, report: DeviceReport):
                 for i, (k, item) in enumerate(items):
                     if i >= _MAX_ITEMS:
                         break
-                    sub = f"{name}[{k!r}]" if isinstance(value, dict) else f"{name}[{k}]"
+                    sub = f"{name}[{safe_repr(k, 40)}]"
                     if isinstance(item, torch.Tensor):
                         plain.append((sub, item))
                     elif isinstance(item, nn.Module):
@@ -406,12 +413,14 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, model: Any, params:
     for group in groups:
         for p in group.get("params", []) if isinstance(group, dict) else []:
             count += 1
-            pname = names.get(id(p), f"param #{count - 1}")
+            pname = names.get(id(p), f"optimizer param #{count - 1}")
+            if not isinstance(p, torch.Tensor):
+                continue
             if model is not None and params and id(p) not in names:
                 report.entries.append(Entry(
                     "optimizer state", pname, _device_text(p.device), str(tuple(p.shape)),
                     str(p.dtype).replace("torch.", ""), WARNING,
-                    "the optimizer updates a tensor that is not one of the model's parameters"))
+                    "not one of the model's parameters: the model no longer uses what this optimizer updates"))
             for key, value in (state.get(p, {}) or {}).items():
                 if not isinstance(value, torch.Tensor):
                     continue

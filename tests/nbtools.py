@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from course_utils.notebook import cell_source, exercise_cells, with_solutions  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 
@@ -17,27 +19,14 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def exercise_cells(nb: dict) -> dict[str, dict]:
-    """Exercise id -> its answer cell (marked with metadata {"course": {"exercise": id}})."""
-    return {c["metadata"]["course"]["exercise"]: c for c in nb["cells"]
-            if "exercise" in c.get("metadata", {}).get("course", {})}
+source = cell_source
 
 
 def variant(nb: dict, solved: bool) -> dict:
     """A copy of ``nb`` (with reference solutions pasted in when ``solved``) that ends with a
     cell asserting every exercise check in it reported "passed" (solved) or "not attempted"."""
-    from course_utils.exercises import get_exercise
-
-    nb = json.loads(json.dumps(nb))
+    nb = with_solutions(nb) if solved else json.loads(json.dumps(nb))
     cells = exercise_cells(nb)
-    for ex_id, cell in cells.items():
-        if solved:
-            cell["source"] = get_exercise(ex_id).solution_source
     expected = {ex_id: "passed" if solved else "not attempted" for ex_id in sorted(cells)}
     nb["cells"].append({
         "cell_type": "code", "execution_count": None, "id": "test-final-assertion", "metadata": {},

@@ -11,7 +11,6 @@ import torch.utils.benchmark as benchmark
 from torch.utils.flop_counter import FlopCounterMode
 
 import course_utils as cu
-from course_utils import timing
 from course_utils.grading import simulated_accelerator
 from course_utils.lessons.l02_cpu_vs_gpu import _simulated_cpu_only, matmul_flops, pick_device
 
@@ -64,6 +63,22 @@ def test_pick_device_accepts_valid_alternatives(answer, monkeypatch):
     monkeypatch.delenv("COURSE_DEVICE", raising=False)
     result = cu.check("02.pick_device", answer)
     assert result.passed, result.feedback
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda: torch.device("cuda"), "hard-cod"),
+    (cuda_only, "`torch.cuda.is_available()`"),
+    (backend_list, "fixed list of backends"),
+    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator"),
+])
+def test_pick_device_mistakes_are_caught_on_a_cuda_machine_too(answer, says, monkeypatch):
+    """On a machine with CUDA these answers pass the first step; the simulations must still catch them."""
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    result = cu.check("02.pick_device", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+    assert "on this machine" not in result.feedback.lower()          # not caught by the first step
 
 
 def test_pick_device_simulations_restore_torch():
@@ -133,7 +148,7 @@ def test_time_it_uses_all_of_pytorchs_threads(monkeypatch):
     def spy(*args, **kwargs):
         seen.append(kwargs.get("num_threads", 1))
         return real_timer(*args, **kwargs)
-    monkeypatch.setattr(timing.benchmark, "Timer", spy)
+    monkeypatch.setattr(benchmark, "Timer", spy)   # time_it imports torch.utils.benchmark when called
     cu.time_it(torch.add, torch.ones(3), torch.ones(3), min_run_time=0.001)
     assert seen == [torch.get_num_threads()]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import time
 
 import pytest
@@ -422,7 +423,7 @@ def test_parameter_identity_survives_a_move_to_the_accelerator():
     model = nn.Linear(4, 3)
     weight = model.weight
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    model.to(cu.best_device())
+    model.to(cu.accelerator().type)
     assert weight is model.weight and weight.device.type == cu.accelerator().type
     assert optimizer.param_groups[0]["params"][0] is model.weight
 
@@ -431,10 +432,12 @@ def test_parameter_identity_survives_a_move_to_the_accelerator():
 def test_cuda_mismatch_message():
     if cu.accelerator().type != "cuda":
         pytest.skip("the message quoted in the notebook is CUDA's")
-    model = nn.Linear(4, 1).to("cuda")
-    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least "
-                                           "two devices, cuda:0 and cpu!"):
-        model(torch.randn(2, 4))
+    message = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    model = nn.Linear(4, 1).to("cuda:0")
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        model(torch.randn(2, 4))                      # the model moved, the batch did not
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        torch.ones(6, device="cuda:0") * torch.arange(6.0)
 
 
 def test_a_dict_has_no_to():

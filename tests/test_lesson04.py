@@ -85,9 +85,9 @@ def returns_device(t):
     (always_cuda, "only works with CUDA"),
     (cuda_if_any_accelerator, "only works with CUDA"),
     (gpu_zero, "`cuda:0` is GPU 0, which is not always the current device"),
-    (cuda_check_only, "Testing `torch.cuda.is_available()` misses every accelerator"),
-    (seed_style, "Testing `torch.cuda.is_available()` misses every accelerator"),
-    (try_cuda, "meta"),                      # CPU: left on the CPU; CUDA machine: moved to cuda, not meta
+    (cuda_check_only, "Testing `torch.cuda.is_available()`"),
+    (seed_style, "Testing `torch.cuda.is_available()`"),
+    (try_cuda, "meta"),                      # CPU: "trying `.cuda()`"; CUDA machine: moved to cuda, not meta
     (clone_without, "returned a copy"),
     (copy_to_cpu_without, "returned a copy"),
     (always_copy, "returned a copy"),
@@ -100,8 +100,14 @@ def test_to_accelerator_mistakes(answer, says):
     assert not result.passed and says in result.feedback, result.feedback
 
 
-def test_to_accelerator_index_note_only_when_index_zero_is_written():
-    feedback = cu.check("04.to_accelerator", always_cuda).feedback
+def cuda_with_a_comment(t):
+    # was: t.to("cuda:0")
+    return t.cuda() if torch.accelerator.is_available() else t
+
+
+@pytest.mark.parametrize("answer", [always_cuda, cuda_with_a_comment])
+def test_to_accelerator_index_note_only_when_index_zero_is_in_the_code(answer):
+    feedback = cu.check("04.to_accelerator", answer).feedback
     assert "only works with CUDA" in feedback and "`cuda:0` is GPU 0" not in feedback
 
 
@@ -263,8 +269,9 @@ def test_simulation_as_shown_in_the_notebook():
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     def accelerator_or_cpu():
-        acc = torch.accelerator.current_accelerator(check_available=True)
-        return acc if acc is not None else torch.device("cpu")
+        if torch.accelerator.is_available():
+            return torch.accelerator.current_accelerator()
+        return torch.device("cpu")
     before = (torch.cuda.is_available(), accelerator_or_cpu())
     with simulated_accelerator():
         assert cuda_or_cpu().type == "cpu" and accelerator_or_cpu().type == "meta"

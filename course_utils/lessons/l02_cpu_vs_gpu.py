@@ -109,7 +109,10 @@ class _simulated_cpu_only:
             (acc, "device_count"): lambda: 0,
             (cuda, "is_available"): lambda: False,
             (cuda, "device_count"): lambda: 0,
+            (torch.backends.mps, "is_available"): lambda: False,
         }
+        if hasattr(torch, "xpu"):
+            fake[torch.xpu, "is_available"] = lambda: False
         self._saved = [(module, name, getattr(module, name)) for (module, name) in fake]
         for (module, name), replacement in fake.items():
             setattr(module, name, replacement)
@@ -146,7 +149,7 @@ def _picked(fn: Callable, where: str) -> Any:
 def _expect_device(got: Any, where: str) -> torch.device:
     if isinstance(got, str):
         raise Wrong(f"{where[0].upper()}{where[1:]}, you returned the string {safe_repr(got)}. Return a "
-                    f"`torch.device`, e.g. `torch.device({got!r})`: a string is not a device "
+                    f"`torch.device`, e.g. `torch.device({safe_repr(got)})`: a string is not a device "
                     f"(`torch.device('cpu') == 'cpu'` is False), and has no `.type` to inspect.")
     if got is None:
         raise Wrong(f"{where[0].upper()}{where[1:]}, you returned None. Without an accelerator, return "
@@ -198,7 +201,9 @@ def _grade_pick_device(answer: Any) -> str:
                     "`torch.accelerator.current_accelerator()`.")
     if got.type != fake.type:
         raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (shown as `{fake}`), "
-                    + _hard_coded(got, str(fake)))
+                    f"your function returned `{got}`. It hard-codes a backend, or tests backends one by one "
+                    "(`torch.cuda`, `torch.backends.mps`, ...) and so misses the others: ask "
+                    "`torch.accelerator.current_accelerator()` instead.")
 
     # 3. no accelerator, on a PyTorch build that supports CUDA (like a GPU-less cloud machine)
     where = "on a machine without an accelerator (simulated, with a CUDA build of PyTorch)"

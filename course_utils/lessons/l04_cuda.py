@@ -1,12 +1,14 @@
 """Lesson 04 - `.cuda()`, the current device, and device-agnostic code."""
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
+import os
 import re
 import textwrap
 import tokenize
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -76,7 +78,7 @@ add_quiz(
 # --- shared helpers for the checks -------------------------------------------------------------
 
 class _no_accelerator:
-    """Pretend, for a ``with`` block, that no accelerator exists (a no-op on CPU-only machines).
+    """Pretend, for a ``with`` block, that no accelerator exists (on CPU-only machines: no change).
 
     Used to check the "no accelerator" branch of an answer on a machine that has one.
     """
@@ -106,6 +108,18 @@ class _no_accelerator:
         for module, name, original in reversed(self._saved):
             setattr(module, name, original)
         self._saved.clear()
+
+
+@contextlib.contextmanager
+def _another_machine() -> Iterator[None]:
+    """Hide this machine's course settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``) while a
+    check simulates a different machine, so ``cu.best_device()`` answers for the simulated one."""
+    saved = {name: os.environ.pop(name) for name in (_device.DEVICE_ENV, _device.REQUIRE_ENV)
+             if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 def _error_text(error: BaseException) -> str:
@@ -186,7 +200,7 @@ def _grade_to_accelerator(answer: Any) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
 
     # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
-    with simulated_accelerator() as fake:
+    with _another_machine(), simulated_accelerator() as fake:
         for t in cases:
             try:
                 got = _call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
@@ -204,10 +218,10 @@ def _grade_to_accelerator(answer: Any) -> str:
                 raise Wrong(
                     f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
                     f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
-                    "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()` misses every "
-                    "accelerator that is not CUDA (and a device chosen once, outside the function, cannot notice "
-                    "one either): ask `torch.accelerator.is_available()` and `current_accelerator()` inside the "
-                    "function.")
+                    "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
+                    "`.cuda()` and falling back, misses every accelerator that is not CUDA (and a device chosen "
+                    "once, outside the function, cannot notice one either): ask "
+                    "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.")
             if got.device.type != fake.type:
                 raise Wrong(
                     f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
@@ -217,7 +231,7 @@ def _grade_to_accelerator(answer: Any) -> str:
             _same_meta(t, got)
 
     # 2. No accelerator: the very same object comes back.
-    with _no_accelerator():
+    with _another_machine(), _no_accelerator():
         for t in cases[:6] + cases[-2:]:
             try:
                 got = _call(fn, t, context=f"a {describe(t)} with no accelerator")
@@ -252,10 +266,11 @@ def _grade_to_accelerator(answer: Any) -> str:
     if acc is not None:
         count = torch.accelerator.device_count()
         indices = [torch.accelerator.current_device_index()]
-        if count >= 2:
+        switch = getattr(torch.accelerator, "device_index", None)   # a context manager (PyTorch >= 2.8)
+        if count >= 2 and switch is not None:
             indices.append(count - 1 if indices[0] != count - 1 else 0)
         for index in indices:
-            with torch.accelerator.device_index(index):
+            with (switch(index) if switch is not None else contextlib.nullcontext()):
                 for t in cases:
                     try:
                         want = to_accelerator(t)
@@ -326,7 +341,7 @@ def _grade_mask_future(answer: Any) -> str:
     real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
     # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
     # accelerator" instead of following them is caught even on a CPU-only machine.
-    with simulated_accelerator():
+    with _another_machine(), simulated_accelerator():
         for t in local:
             _check_mask_case(fn, t)
     checked = 0

@@ -68,6 +68,37 @@ add_quiz(
 )
 
 
+# --- calling learner code ----------------------------------------------------------------------
+
+class _TorchNotImplemented(Exception):
+    """A NotImplementedError with a message, raised by PyTorch inside learner code (e.g. reading a meta
+    tensor's values). Only the stub's bare ``raise NotImplementedError`` means "not attempted"."""
+
+
+def _guarded(fn: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError as e:
+            if str(e):
+                raise _TorchNotImplemented(str(e)) from None
+            raise
+    return run
+
+
+def _call(fn: Any, *args: Any, context: str) -> Any:
+    """:func:`call`, except that PyTorch's own NotImplementedError is reported, not taken for the stub."""
+    try:
+        return call(_guarded(fn), *args, context=context)
+    except Crashed as e:
+        if isinstance(e.error, _TorchNotImplemented):
+            raise Wrong(f"Your code raised NotImplementedError when called with {context}: "
+                        f"{safe_repr(str(e.error), 160)}. PyTorch raises this for what a device cannot do: "
+                        "`meta` tensors have no data, so their values cannot be read or copied. "
+                        "Look at `.device` only; don't read values or move tensors.") from None
+        raise
+
+
 # --- exercise 06.find_mismatches -------------------------------------------------------------
 
 def find_mismatches(model, inputs, device):
@@ -176,7 +207,7 @@ def _grade_find_mismatches(answer: Any) -> str:
         expected = find_mismatches(model, inputs, device)
         before = _placement(model)
         try:
-            got = call(fn, model, dict(inputs), device, context=f"{description}")
+            got = _call(fn, model, dict(inputs), device, context=description)
         except Crashed as e:
             if tag == "index":
                 raise Wrong(f"In {description}, your function raised {type(e.error).__name__}: "
@@ -248,7 +279,7 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
     elif missing & buffers:
         reasons.append(f"You missed buffers ({', '.join(sorted(missing & buffers))}): buffers move with the "
                        "model and take part in forward too. Add `model.named_buffers()`.")
-    if missing & set(inputs):
+    if missing & set(inputs) and not (tag == "index" and missing & set(inputs) == {"on_gpu1"}):
         reasons.append(f"You missed inputs ({', '.join(sorted(missing & set(inputs)))}): check the `inputs` "
                        "dict as well, by its keys.")
     if missing & params:
@@ -290,7 +321,7 @@ def _held_tensors(module: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
 
 def _build(cls: type, features: int) -> nn.Module:
     try:
-        module = call(cls, features, context=f"Scaler({features})")
+        module = _call(cls, features, context=f"Scaler({features})")
     except Crashed as e:
         text = str(e.error)
         if isinstance(e.error, AttributeError) and ("before Module.__init__() call" in text
@@ -324,12 +355,16 @@ def _grade_scaler(answer: Any) -> str:
     for features in (3, 1, 5):
         module = _build(cls, features)
         held = _held_tensors(module)
-        params = [n for k, n, _ in held if k == "parameter"]
+        params = [(n, t) for k, n, t in held if k == "parameter"]
         if params:
-            raise Wrong(f"Scaler({features}) has a parameter ({', '.join(params)}): an `nn.Parameter` is "
-                        "trainable, so `model.parameters()` hands it to the optimizer, which would change "
-                        "your twos (even with requires_grad=False it is still a parameter). Store the "
-                        "constant with `self.register_buffer(...)` instead.")
+            names = ", ".join(n for n, _ in params)
+            if any(t.requires_grad for _, t in params):
+                raise Wrong(f"Scaler({features}) has a parameter ({names}): an `nn.Parameter` is trainable. "
+                            "`model.parameters()` hands it to the optimizer, which would change your twos. "
+                            "Store the constant with `self.register_buffer(...)` instead.")
+            raise Wrong(f"Scaler({features}) has a parameter ({names}). Even with requires_grad=False it is "
+                        "still a parameter: it shows up in `model.parameters()`, goes to the optimizer and "
+                        "counts as a model weight. A constant is a buffer: `self.register_buffer(...)`.")
         plain = [n for k, n, _ in held if k == "plain attribute"]
         if plain:
             raise Wrong(_plain_attribute_feedback(module, plain[0], features))
@@ -355,9 +390,9 @@ def _grade_scaler(answer: Any) -> str:
 
 def _plain_attribute_feedback(module: nn.Module, name: str, features: int) -> str:
     try:
-        call(module.to, "meta", context=f"Scaler({features}).to('meta')")
+        _call(module.to, "meta", context=f"Scaler({features}).to('meta')")
         where = next((t.device for k, n, t in _held_tensors(module) if n == name), None)
-    except Crashed:
+    except (Crashed, Wrong):
         where = None
     after = (f" After `Scaler({features}).to(\"meta\")` it is still on {where}:" if where is not None
              and where.type != "meta" else "")
@@ -371,7 +406,7 @@ def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> Non
                          ((2, 3, features), torch.float64)):
         x = torch.randn(shape, generator=gen, dtype=dtype)
         original = x.clone()
-        out = expect_tensor(call(module, x, context=f"a {describe(x)}"),
+        out = expect_tensor(_call(module, x, context=f"a {describe(x)}"),
                             f"Scaler({features})(x) for x a {describe(x)}")
         if not torch.equal(x, original):
             raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
@@ -403,7 +438,7 @@ def _value_diagnosis(module: nn.Module, x: torch.Tensor, out: torch.Tensor, feat
 def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
     features = 4
     module = _build(cls, features)
-    moved = call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
+    moved = _call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
     if moved is not module:
         raise Wrong("`Scaler(n).to(device)` should return the module itself (nn.Module's own `.to` does); "
                     "don't override `to`.")
@@ -413,7 +448,7 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
                     "Everything a module holds should follow `.to`: register tensors as buffers.")
     x = torch.randn(2, features, generator=gen).to(dev)
     try:
-        out = call(module, x, context=f"a {describe(x)}")
+        out = _call(module, x, context=f"a {describe(x)}")
     except Crashed as e:
         if isinstance(e.error, RuntimeError) and "device" in str(e.error):
             raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on a {describe(x)} raised: "

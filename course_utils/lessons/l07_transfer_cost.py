@@ -7,10 +7,9 @@ from typing import Any, Callable
 
 import torch
 
-from .. import device as _device
 from .. import transfer
 from ..exercises import grader
-from ..grading import (Crashed, TimeLimit, Wrong, call, describe, expect_callable, expect_tensor,
+from ..grading import (Crashed, TimeLimit, Wrong, call, devices_to_test, expect_callable, expect_tensor,
                        safe_repr, same_values)
 from ..quizzes import add_quiz
 
@@ -38,13 +37,13 @@ add_quiz(
 )
 add_quiz(
     "07.same_device_to",
-    "`t` is a 64 MB tensor on the CPU. How does `t.to('cpu')` compare with `t.clone()`?",
-    ["About the same time: both copy 64 MB", "Twice as long: it reads and writes",
+    "`t` is a 16 MiB tensor on the CPU. How does `t.to('cpu')` compare with `t.clone()`?",
+    ["About the same time: both copy 16 MiB", "Twice as long: it reads and writes",
      "Almost no time: it returns `t` itself", "It raises: `t` is already on the CPU"],
     2,
     "`.to` returns the tensor itself when the device and dtype already match, so nothing is copied: "
     "it costs about a microsecond whatever the size. `t.clone()` (or `t.to('cpu', copy=True)`) "
-    "really copies the 64 MB.",
+    "really copies the 16 MiB.",
 )
 add_quiz(
     "07.dataloader_pin",
@@ -67,8 +66,8 @@ add_quiz(
      "One stacked copy, about 30 times faster", "One stacked copy, about 2 times faster"],
     2,
     "Each copy pays the latency. 1,000 x (10 µs + 4,000 / 12e9 s) = about 10.3 ms; one copy is "
-    "10 µs + 4e6 / 12e9 s = about 0.34 ms, some 30 times less. Stacking on the CPU costs a host copy "
-    "of 4 MB, well under a millisecond.",
+    "10 µs + 4e6 / 12e9 s = about 0.34 ms, some 30 times less. Stacking on the CPU first costs one host "
+    "copy of the 4 MB, typically a fraction of a millisecond.",
 )
 add_quiz(
     "07.item_in_loop",
@@ -421,13 +420,9 @@ def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Ten
 def _grade_sum_batches(answer: Any) -> str:
     fn = expect_callable(answer, "sum_batches")
     gen = torch.Generator().manual_seed(7)
-    value_devices = [torch.device("cpu")]
-    count_devices = [torch.device("meta")]
-    if _device.accelerator() is not None:
-        acc = _device.best_device() if _device.best_device().type != "cpu" else torch.device(
-            _device.accelerator().type, 0)
-        value_devices.append(acc)
-        count_devices.append(acc)
+    devices = devices_to_test()                                   # cpu, meta, and the accelerator if any
+    value_devices = [d for d in devices if d.type != "meta"]      # where values can be read
+    count_devices = [d for d in devices if d.type != "cpu"]       # where copies can be counted
 
     # 1. values, on the CPU (and the accelerator)
     for dev in value_devices:

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Measure the course on this machine and print a Markdown report.
+
+    python benchmarks/run.py                      # everything (a few minutes)
+    python benchmarks/run.py --only import timing # some sections
+    python benchmarks/run.py --write docs/benchmarks.md
+
+Sections:
+  notebooks  cell execution time of every notebook, unsolved and solved (kernel start excluded)
+  timing     course_utils.time_it against torch.utils.benchmark, same operations, same run
+  copy       lesson 07's host copy bandwidth against NumPy's large-array copy
+  import     cost of `import course_utils` on top of `import torch`
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET_S = 30.0
+
+
+def notebooks() -> list[str]:
+    """Cells' wall time, first execute_input to last execute_reply, from nbclient's timing records."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from course_utils.notebook import with_solutions
+
+    rows = ["| notebook | unsolved (s) | solved (s) | within 30 s |", "|---|---:|---:|:-:|"]
+    env_file = ROOT / "benchmarks" / ".progress.json"
+    os.environ["COURSE_PROGRESS_FILE"] = str(env_file)
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        times = []
+        for solved in (False, True):
+            nb = nbformat.read(path, as_version=4)
+            if solved:
+                nb = nbformat.from_dict(with_solutions(nb))
+            NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
+                           allow_error_names=None, resources={"metadata": {"path": str(path.parent)}}).execute()
+            stamps = [c.metadata.get("execution", {}) for c in nb.cells if c.cell_type == "code"]
+            start = min(s["iopub.execute_input"] for s in stamps if "iopub.execute_input" in s)
+            end = max(s["shell.execute_reply"] for s in stamps if "shell.execute_reply" in s)
+            times.append((_ts(end) - _ts(start)))
+        ok = "yes" if max(times) < BUDGET_S else "**no**"
+        rows.append(f"| {path.name} | {times[0]:.1f} | {times[1]:.1f} | {ok} |")
+    env_file.unlink(missing_ok=True)
+    return rows
+
+
+def timing(repeats: int = 7) -> list[str]:
+    """Median of alternating repeats: the helper vs a bare benchmark.Timer, same threads."""
+    import torch
+    import torch.utils.benchmark as benchmark
+
+    from course_utils import time_it
+
+    cases = {
+        "matmul 256x256": (torch.mm, (torch.randn(256, 256), torch.randn(256, 256))),
+        "matmul 1024x1024": (torch.mm, (torch.randn(1024, 1024), torch.randn(1024, 1024))),
+        "add 1M floats": (torch.add, (torch.randn(2**20), torch.randn(2**20))),
+        "copy 64 MB": (torch.Tensor.clone, (torch.empty(2**24),)),
+    }
+    rows = ["| operation | helper median | benchmark.Timer median | difference |", "|---|---:|---:|---:|"]
+    for name, (fn, args) in cases.items():
+        ours, theirs = [], []
+        for _ in range(repeats):
+            ours.append(time_it(fn, *args, min_run_time=0.1).median)
+            timer = benchmark.Timer("fn(*args)", globals={"fn": fn, "args": args},
+                                    num_threads=torch.get_num_threads())
+            theirs.append(timer.blocked_autorange(min_run_time=0.1).median)
+        a, b = statistics.median(ours), statistics.median(theirs)
+        rows.append(f"| {name} | {_fmt(a)} | {_fmt(b)} | {100 * (a - b) / b:+.1f} % |")
+    return rows
+
+
+def copy() -> list[str]:
+    """Host copy bandwidth as lesson 07 measures it, against NumPy copying the same bytes."""
+    import numpy as np
+
+    from course_utils import transfer
+
+    nbytes = 256 * 2**20
+    lesson = transfer.host_copy_bandwidth(nbytes) if hasattr(transfer, "host_copy_bandwidth") else None
+    src = np.ones(nbytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    best = []
+    for _ in range(7):
+        t = time.perf_counter()
+        np.copyto(dst, src)
+        best.append(time.perf_counter() - t)
+    numpy_gbps = nbytes / statistics.median(best) / 1e9
+    rows = ["| measurement | GB/s |", "|---|---:|", f"| NumPy `copyto`, {nbytes // 2**20} MiB | {numpy_gbps:.2f} |"]
+    if lesson is not None:
+        rows.append(f"| lesson 07 host copy, {nbytes // 2**20} MiB | {lesson:.2f} |")
+        rows.append(f"| ratio lesson / NumPy | {lesson / numpy_gbps:.2f} |")
+    return rows
+
+
+def import_cost(repeats: int = 7) -> list[str]:
+    """Fresh interpreters: `import torch` alone vs `import torch; import course_utils`."""
+    code = ("import time; t = time.perf_counter(); import torch; a = time.perf_counter(); "
+            "import course_utils; b = time.perf_counter(); print(a - t, b - a)")
+    extra = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        extra.append(float(out.stdout.split()[1]))
+    heavy = subprocess.run([sys.executable, "-c", "import torch, sys, course_utils; "
+                            "print([m for m in ('matplotlib', 'ipywidgets', 'torch.utils.benchmark') if m in sys.modules])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return ["| measurement | value |", "|---|---:|",
+            f"| `import course_utils` after `import torch` (median of {repeats}) | {statistics.median(extra):.3f} s |",
+            f"| heavy modules loaded by it | {heavy} |"]
+
+
+SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Benchmark the course on this machine.")
+    parser.add_argument("--only", nargs="+", choices=list(SECTIONS), help="run only these sections")
+    parser.add_argument("--write", type=Path, help="also write the report to this Markdown file")
+    args = parser.parse_args()
+    import torch
+
+    lines = [f"# Benchmarks ({datetime.now():%Y-%m-%d})", "",
+             f"Python {platform.python_version()}, PyTorch {torch.__version__}, {os.cpu_count()} CPU cores, "
+             f"{platform.machine()}; accelerator: {torch.accelerator.current_accelerator() if torch.accelerator.is_available() else 'none'}.",
+             "Rerun with `python benchmarks/run.py`.", ""]
+    for name in args.only or SECTIONS:
+        start = time.perf_counter()
+        lines += [f"## {name}", "", *SECTIONS[name](), "",
+                  f"_(section took {time.perf_counter() - start:.0f} s)_", ""]
+        print(f"[{name} done]", file=sys.stderr)
+    report = "\n".join(lines)
+    print(report)
+    if args.write:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(report + "\n")
+    return 0
+
+
+def _ts(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _fmt(seconds: float) -> str:
+    from course_utils.timing import format_seconds
+    return format_seconds(seconds)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Reading course notebooks (plain JSON, no Jupyter needed): answer cells and reference solutions."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def cell_source(cell: dict[str, Any]) -> str:
+    """A cell's source as one string (notebooks store it as a string or a list of lines)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def exercise_cells(nb: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Exercise id -> its answer cell: the code cell with metadata ``{"course": {"exercise": id}}``.
+
+    Args:
+        nb: a notebook as parsed JSON.
+
+    Returns:
+        The answer cells in notebook order, keyed by exercise id.
+    """
+    cells = {}
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+        course = meta.get("course") if isinstance(meta, dict) else None
+        if isinstance(course, dict) and isinstance(course.get("exercise"), str) and cell.get("cell_type") == "code":
+            cells[course["exercise"]] = cell
+    return cells
+
+
+def with_solutions(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``nb`` with every answer cell replaced by the exercise's reference solution."""
+    from .exercises import get_exercise
+
+    solved = copy.deepcopy(nb)
+    for ex_id, cell in exercise_cells(solved).items():
+        cell["source"] = get_exercise(ex_id).solution_source
+    return solved

@@ -1,0 +1,379 @@
+"""Lesson 07 checks catch the realistic mistakes and say which one it was; the lesson's facts hold."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import course_utils as cu
+from course_utils import transfer
+from course_utils.quizzes import get_quiz
+
+
+def fails_saying(exercise_id, answer, says):
+    result = cu.check(exercise_id, answer)
+    assert not result.passed and says in result.feedback, result.feedback
+    return result
+
+
+# --- 07.bandwidth_gbps -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda n, s: n / s / 2**30, "GiB/s"),
+    (lambda n, s: 8 * n / s / 1e9, "bits"),
+    (lambda n, s: 8 * n / s / 2**30, "counted bits and used GiB"),
+    (lambda n, s: n / (s * 1e-3) / 1e9, "milliseconds"),                 # seconds taken as ms
+    (lambda n, s: n / s / 1e6, "MB/s"),
+    (lambda n, s: n / (s * 1e3) / 1e9, "do not convert it to milliseconds"),
+    (lambda n, s: n / s, "bytes per second"),
+    (lambda n, s: n / s * 1e9, "multiplied by 10**9 where you should divide"),
+    (lambda n, s: s / n * 1e9, "upside down"),
+    (lambda n, s: n * s / 1e9, "multiplied by the time"),
+    (lambda n, s: torch.tensor(n / s / 1e9), "Python float"),
+    (lambda n, s: f"{n / s / 1e9:.2f} GB/s", "Python float"),
+    (lambda n, s: round(n / s / 1e9), "Bandwidth in GB/s = bytes / seconds / 10**9"),
+])
+def test_bandwidth_gbps_mistakes(answer, says):
+    fails_saying("07.bandwidth_gbps", answer, says)
+
+
+def test_bandwidth_gbps_feedback_shows_both_numbers():
+    result = fails_saying("07.bandwidth_gbps", lambda n, s: n / s / 2**30, "GiB")
+    assert "12.5 GB/s" in result.feedback and "11.64" in result.feedback
+
+
+@pytest.mark.parametrize("answer", [
+    lambda n, s: n / (s * 1e9),
+    lambda n, s: (n / 1e9) / s,
+    lambda n, s: float(n) * 1e-9 / s,
+    lambda n, s: np.float64(n) / s / 10**9,
+])
+def test_bandwidth_gbps_accepts_equivalent_formulas(answer):
+    assert cu.check("07.bandwidth_gbps", answer).passed
+
+
+# --- 07.transfer_time ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda n, lat, bw: n / (bw * 1e9), "forgot the latency"),
+    (lambda n, lat, bw: lat + n / (bw * 2**30), "GiB"),
+    (lambda n, lat, bw: lat + 8 * n / (bw * 1e9), "counted bits"),
+    (lambda n, lat, bw: lat + n / (8 * bw * 1e9), "8 times too short"),
+    (lambda n, lat, bw: 1e3 * (lat + n / (bw * 1e9)), "milliseconds"),
+    (lambda n, lat, bw: 1e6 * (lat + n / (bw * 1e9)), "microseconds"),
+    (lambda n, lat, bw: 1e3 * lat + n / (bw * 1e9), "already in seconds"),
+    (lambda n, lat, bw: lat + n / (bw * 1e6), "1000 times too long"),
+    (lambda n, lat, bw: lat + n / bw, "forgot to turn GB/s into bytes per second"),
+    (lambda n, lat, bw: lat + n / (bw / 1e9), "divided the bandwidth by 10**9 where you should multiply"),
+    (lambda n, lat, bw: lat + n * bw * 1e9, "multiplied the bytes by the bandwidth"),
+    (lambda n, lat, bw: lat + bw * 1e9 / max(n, 1), "upside down"),
+    (lambda n, lat, bw: lat * n / (bw * 1e9), "multiplied the latency"),
+    (lambda n, lat, bw: torch.tensor(lat) + n / (bw * 1e9), "Python float"),
+    (lambda n, lat, bw: lat + n // (bw * 1e9), "Time = latency_s + nbytes"),      # floor division
+])
+def test_transfer_time_mistakes(answer, says):
+    fails_saying("07.transfer_time", answer, says)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda n, lat, bw: lat + n / bw / 1e9,
+    lambda n, lat, bw: lat + n * 1e-9 / bw,
+    lambda n, lat, bw: cu.check.__globals__["get_exercise"]("07.transfer_time").reference(n, lat, bw),
+])
+def test_transfer_time_accepts_equivalent_formulas(answer):
+    assert cu.check("07.transfer_time", answer).passed
+
+
+# --- 07.sum_batches ----------------------------------------------------------------------------------
+
+def per_batch(batches, device):
+    return sum(b.to(device) for b in batches)
+
+
+def per_batch_stacked(batches, device):
+    return torch.stack([b.to(device) for b in batches]).sum(dim=0, dtype=batches[0].dtype)
+
+
+def cpu_sum_then_move(batches, device):
+    return torch.stack(batches).sum(dim=0, dtype=batches[0].dtype).to(device)
+
+
+def numpy_sum_then_move(batches, device):
+    total = np.sum([b.numpy() for b in batches], axis=0).astype(batches[0].numpy().dtype)
+    return torch.as_tensor(total).to(device)
+
+
+def back_to_cpu(batches, device):
+    return torch.stack(batches).to(device).sum(dim=0, dtype=batches[0].dtype).cpu()
+
+
+def in_place_into_first(batches, device):
+    total = batches[0]
+    for b in batches[1:]:
+        total += b
+    return total.to(device).clone()
+
+
+def pops_the_list(batches, device):
+    first = batches.pop(0)
+    return (torch.stack([first, *batches]).to(device).sum(dim=0, dtype=first.dtype)) if batches else \
+        first.to(device).clone()
+
+
+def squeeze_stack(batches, device):
+    return torch.stack(batches).squeeze().to(device).sum(dim=0, dtype=batches[0].dtype)
+
+
+def torch_sum_promotes(batches, device):
+    return torch.stack(batches).to(device).sum(dim=0)
+
+
+def float_zeros_accumulator(batches, device):
+    stacked = torch.stack(batches).to(device)
+    total = torch.zeros(stacked.shape[1:], device=device)
+    for row in stacked:
+        total = total + row
+    return total
+
+
+def single_batch_shortcut(batches, device):
+    if len(batches) == 1:
+        return batches[0].to(device)
+    return torch.stack(batches).to(device).sum(dim=0, dtype=batches[0].dtype)
+
+
+def mean_not_sum(batches, device):
+    return torch.stack(batches).to(device).double().mean(dim=0).to(batches[0].dtype)
+
+
+def overwrites_total(batches, device):
+    stacked = torch.stack(batches).to(device)
+    total = stacked[0].clone()
+    for row in stacked[1:]:
+        total = row.clone()
+    return total
+
+
+def cat_instead_of_stack(batches, device):
+    return torch.cat(batches).to(device).sum(dim=0, dtype=batches[0].dtype)
+
+
+def forgets_to_sum(batches, device):
+    return torch.stack(batches).to(device)
+
+
+def never_moves(batches, device):
+    return torch.stack(batches).sum(dim=0, dtype=batches[0].dtype)
+
+
+def reads_a_value(batches, device):
+    total = torch.stack(batches).to(device).sum(dim=0, dtype=batches[0].dtype)
+    if total.numel():
+        print("first value:", total.flatten()[0].item())
+    return total
+
+
+def via_python_lists(batches, device):
+    rebuilt = torch.tensor(torch.stack(batches).tolist(), dtype=batches[0].dtype, device=device)
+    return rebuilt.reshape(len(batches), *batches[0].shape).sum(dim=0, dtype=batches[0].dtype)
+
+
+def checks_on_cpu_too(batches, device):
+    stacked = torch.stack(batches)
+    expected = stacked.sum(dim=0, dtype=stacked.dtype)          # "just to compare"
+    result = stacked.to(device).sum(dim=0, dtype=stacked.dtype)
+    return result if expected.shape == result.shape else expected
+
+
+def hidden_numpy_sum(batches, device):
+    moved = torch.stack(batches).to(device)                     # the one visible copy
+    total = np.sum([b.numpy() for b in batches], axis=0)
+    rebuilt = torch.tensor(total.tolist(), dtype=batches[0].dtype, device=moved.device)   # hidden: from a list
+    return rebuilt.reshape(batches[0].shape)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (per_batch, "I counted 3 host→device transfers, expected exactly 1. That is one transfer per batch"),
+    (per_batch_stacked, "one transfer per batch"),
+    (cpu_sum_then_move, "You added the batches up on the CPU and moved the result. I saw `sum` run on CPU"),
+    (numpy_sum_then_move, "You added the batches up on the CPU"),
+    (back_to_cpu, "your result is on the CPU (I saw 1 copy back from the device)"),
+    (in_place_into_first, "changed the values of an input batch"),
+    (pops_the_list, "changed the list it was given"),
+    (squeeze_stack, "single batch"),
+    (torch_sum_promotes, "turns small integer types into int64"),
+    (float_zeros_accumulator, "floating-point sum"),
+    (single_batch_shortcut, "returned one of the input batches itself"),
+    (mean_not_sum, "the mean"),
+    (overwrites_total, "replace the running total"),
+    (cat_instead_of_stack, "`torch.cat` joins"),
+    (forgets_to_sum, "You kept the stacking dimension"),
+    (never_moves, "I counted 0 host→device transfers and your result is on the CPU"),
+    (reads_a_value, "Meta tensors have no data"),
+    (via_python_lists, "I counted 0 host→device transfers. Move the data with `.to(device)`"),
+    (checks_on_cpu_too, "`sum` ran on CPU tensors"),
+    (hidden_numpy_sum, "I saw no addition"),
+    (lambda batches, device: [b.to(device) for b in batches], "should be a torch.Tensor"),
+])
+def test_sum_batches_mistakes(answer, says):
+    fails_saying("07.sum_batches", answer, says)
+
+
+def test_sum_batches_names_the_device_and_the_count():
+    result = fails_saying("07.sum_batches", per_batch, "device=meta")
+    assert "3 batches of shape (4,)" in result.feedback
+
+
+def loop_on_device(batches, device):
+    stacked = torch.stack(batches).to(device)
+    total = stacked[0].clone()
+    for row in stacked[1:]:
+        total += row
+    return total
+
+
+def cat_then_view(batches, device):
+    flat = torch.cat([b.reshape(-1) for b in batches]).to(device)
+    return flat.view(len(batches), *batches[0].shape).sum(dim=0, dtype=batches[0].dtype)
+
+
+def copy_into_buffer(batches, device):
+    stacked = torch.stack(batches)
+    buffer = torch.empty(stacked.shape, dtype=stacked.dtype, device=device)
+    buffer.copy_(stacked)
+    return buffer.sum(dim=0, dtype=stacked.dtype)
+
+
+@pytest.mark.parametrize("answer", [
+    loop_on_device,
+    cat_then_view,
+    copy_into_buffer,
+    lambda batches, device: sum(torch.stack(batches).to(device)),
+    lambda batches, device: functools.reduce(torch.add, torch.stack(batches).to(device).unbind(0)).clone(),
+    lambda batches, device: torch.as_tensor(torch.stack(batches), device=device).sum(0, dtype=batches[0].dtype),
+    lambda batches, device: torch.stack(batches).to(device, non_blocking=True).sum(0, dtype=batches[0].dtype),
+])
+def test_sum_batches_accepts_other_correct_solutions(answer):
+    result = cu.check("07.sum_batches", answer)
+    assert result.passed, result.feedback
+
+
+def test_sum_batches_check_is_quick():
+    import time
+    cu.check("07.sum_batches", loop_on_device)       # first use pays one-off imports
+    start = time.perf_counter()
+    assert cu.check("07.sum_batches", loop_on_device).passed
+    assert time.perf_counter() - start < 2
+
+
+@pytest.mark.gpu
+def test_sum_batches_is_counted_and_checked_on_the_accelerator():
+    seen = []
+
+    def spy(batches, device):
+        seen.append(torch.device(device).type)
+        return torch.stack(batches).to(device).sum(0, dtype=batches[0].dtype)
+    assert cu.check("07.sum_batches", spy).passed
+    assert cu.accelerator().type in seen and "meta" in seen and "cpu" in seen
+
+
+# --- quizzes: the arithmetic in their explanations ------------------------------------------------------
+
+def test_quiz_numbers():
+    assert round(14.9 * 2**30 / 1e9, 1) == 16.0                                  # 07.gb_vs_gib
+    assert get_quiz("07.gb_vs_gib").answer == 2
+    assert 10e-6 + 100e6 / 12e9 == pytest.approx(8.343e-3, rel=1e-3)              # 07.predict_100mb
+    assert 8 * 100e6 / 12e9 == pytest.approx(0.0667, rel=1e-2)                    # the bits option
+    gen3 = transfer.Fit(10e-6, 12.0)
+    ratio = 1000 * gen3.seconds(4000) / gen3.seconds(4_000_000)                  # 07.loop_vs_once
+    assert 28 < ratio < 32
+    assert 1000 * gen3.seconds(4000) == pytest.approx(10.3e-3, rel=1e-2)
+    for quiz_id in ("07.gb_vs_gib", "07.predict_100mb", "07.same_device_to", "07.dataloader_pin",
+                    "07.loop_vs_once", "07.item_in_loop"):
+        assert len(get_quiz(quiz_id).options) == 4
+
+
+# --- facts the notebook states ----------------------------------------------------------------------------
+
+def test_to_the_same_device_returns_the_tensor_itself():
+    t = torch.ones(4)
+    assert t.to(t.device) is t and t.to("cpu") is t and t.to("cpu", non_blocking=True) is t
+    assert t.to(t.device, copy=True) is not t and t.clone() is not t
+
+
+@pytest.mark.skipif(cu.accelerator() is not None, reason="the message is for runtimes without an accelerator")
+def test_pin_memory_without_an_accelerator_raises():
+    with pytest.raises(RuntimeError, match=r"^Cannot access accelerator device when none is available\.$"):
+        torch.ones(3).pin_memory()
+    assert not torch.ones(3).is_pinned()
+
+
+@pytest.mark.skipif(cu.accelerator() is not None, reason="the warning is for runtimes without an accelerator")
+def test_dataloader_pin_memory_without_an_accelerator_warns_when_iterating():
+    data = TensorDataset(torch.randn(8, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loader = DataLoader(data, batch_size=4, pin_memory=True)
+    assert not caught                                      # not when it is built ...
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (batch,) = next(iter(loader))                      # ... but when you start iterating
+    messages = [str(w.message) for w in caught]
+    assert any("'pin_memory' argument is set as true but no accelerator is found" in m for m in messages)
+    assert batch.device.type == "cpu" and not batch.is_pinned()
+
+
+def test_torch_sum_promotes_small_integers_and_add_does_not():
+    a = torch.ones(3, dtype=torch.int32)
+    assert torch.stack([a, a]).sum(0).dtype == torch.int64
+    assert torch.stack([a, a]).sum(0, dtype=a.dtype).dtype == torch.int32
+    assert (a + a).dtype == torch.int32 and sum([a, a]).dtype == torch.int32
+
+
+def test_meta_tensors_refuse_to_give_values():
+    m = torch.ones(2, device="meta")
+    with pytest.raises(RuntimeError, match="meta"):
+        m.sum().item()
+    with pytest.raises(NotImplementedError):
+        m.tolist()
+    with pytest.raises(NotImplementedError):
+        m.cpu()
+
+
+def test_set_sync_debug_mode_accepts_the_names_the_notebook_uses():
+    import inspect
+    assert "debug_mode" in inspect.signature(torch.cuda.set_sync_debug_mode).parameters
+    assert '"warn"' in torch.cuda.set_sync_debug_mode.__doc__ and '"default"' in torch.cuda.set_sync_debug_mode.__doc__
+
+
+@pytest.mark.gpu
+def test_pinned_batches_and_non_blocking_copies_on_cuda():
+    if cu.accelerator().type != "cuda":
+        pytest.skip("CUDA only")
+    pinned = torch.ones(3).pin_memory()
+    assert pinned.is_pinned() and pinned.device.type == "cpu"
+    (batch,) = next(iter(DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4, pin_memory=True)))
+    assert batch.is_pinned() and batch.device.type == "cpu"
+    on_gpu = torch.arange(1000.0, device="cuda")
+    back = on_gpu.to("cpu", non_blocking=True)
+    torch.cuda.synchronize()
+    assert torch.equal(back, torch.arange(1000.0))
+
+
+@pytest.mark.gpu
+def test_item_is_flagged_by_sync_debug_mode():
+    if cu.accelerator().type != "cuda":
+        pytest.skip("CUDA only")
+    x = torch.randn(10, device="cuda")
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x.sum().item()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert any("called a synchronizing" in str(w.message) for w in caught)

@@ -1,0 +1,266 @@
+"""The mismatch explainer lists where every tensor lives, flags the odd ones out, suggests fixes, never raises."""
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from course_utils import mismatch
+from course_utils.mismatch import DeviceReport, explain_devices, save_as_gpu_checkpoint
+
+
+class Standardize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mean = torch.zeros(4)            # plain tensor attributes: the classic bug
+        self.std = torch.ones(4)
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = Standardize()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8))
+        self.head = nn.Linear(8, 3)
+        self.register_buffer("mask", torch.ones(3), persistent=False)
+
+
+def entry(report, name):
+    return next(e for e in report.entries if e.name == name)
+
+
+def test_lists_every_parameter_buffer_plain_attribute_and_input_with_its_device():
+    model = Classifier().to("meta")
+    model.head = nn.Linear(8, 3)                          # replaced after moving: on the CPU
+    report = explain_devices(model, {"x": torch.randn(2, 4), "y": torch.zeros(2, device="meta")}, device="meta")
+    kinds = {e.name: e.kind for e in report.entries}
+    assert kinds["body.0.weight"] == "parameter" and kinds["body.1.running_mean"] == "buffer"
+    assert kinds["mask"] == "buffer" and kinds["norm.mean"] == "plain attribute" and kinds["x"] == "input"
+    assert report.mismatches == ["head.bias", "head.weight", "norm.mean", "norm.std", "x"]
+    assert entry(report, "y").status == "ok" and entry(report, "x").device == "cpu"
+    assert entry(report, "body.0.weight").shape == "(8, 4)" and entry(report, "x").dtype == "float32"
+    assert report.devices["cpu"] and report.target == "meta" and not report.ok
+
+
+def test_suggests_the_fix_for_each_kind_of_odd_one_out():
+    model = Classifier().to("meta")
+    model.head = nn.Linear(8, 3)
+    text = explain_devices(model, {"x": torch.randn(2, 4)}, device="meta").text()
+    assert 'x = x.to("meta")' in text
+    assert 'self.register_buffer("mean", tensor)' in text and "submodule 'norm'" in text
+    assert 'Call `model.to("meta")` again' in text and "head.weight" in text
+
+
+def test_a_model_entirely_elsewhere_gets_a_single_move_the_model():
+    report = explain_devices(nn.Linear(2, 2), {"x": torch.ones(2, device="meta")}, device="meta")
+    assert report.mismatches == ["bias", "weight"]
+    assert any(s.startswith('Move the model: `model.to("meta")`') for s in report.suggestions)
+
+
+def test_plain_attributes_are_flagged_even_on_the_right_device():
+    report = explain_devices(Standardize(), {"x": torch.ones(4)}, device="cpu")
+    assert report.mismatches == [] and report.warnings == ["mean", "std"] and not report.ok
+    assert "Watch out for mean, std" in report.headline()
+
+
+def test_meta_parameters_get_the_to_empty_advice():
+    report = explain_devices(nn.Linear(2, 2).to("meta"), device="cpu")
+    assert any("to_empty" in s for s in report.suggestions)
+
+
+def test_all_fine():
+    report = explain_devices(nn.Linear(2, 2), {"x": torch.ones(2), "n": 3})
+    assert report.ok and report.headline() == "All 3 tensors are on cpu."
+    assert "Nothing to fix here" in report.suggestions[0] and "device=x.device" in report.suggestions[0]
+    assert entry(report, "n").status == "note" and "Python number" in entry(report, "n").note
+
+
+def test_target_is_inferred_from_the_parameters_then_the_inputs():
+    model = nn.Sequential(nn.Linear(10, 10), nn.Linear(1, 1))
+    model[1].to("meta")
+    report = explain_devices(model)
+    assert report.target == "cpu" and "most of the model's parameters" in report.reason
+    assert report.mismatches == ["1.bias", "1.weight"]
+    only_inputs = explain_devices(None, [torch.ones(1, device="meta")] * 2 + [torch.ones(1)])
+    assert only_inputs.target == "meta" and only_inputs.mismatches == ["inputs[2]"]
+    assert explain_devices(nn.ReLU()).target is None
+
+
+@pytest.mark.parametrize("device, target", [("cpu", "cpu"), ("cpu:0", "cpu"), (torch.device("meta"), "meta")])
+def test_device_is_normalised_like_pytorch_does(device, target):
+    report = explain_devices(nn.Linear(2, 2), device=device)
+    assert report.target == target
+
+
+def test_an_accelerator_named_without_index_compares_by_type_when_it_is_not_present():
+    if torch.cuda.is_available():
+        pytest.skip("with CUDA, 'cuda' means the current CUDA device")
+    report = explain_devices(nn.Linear(2, 2), device="cuda")
+    assert report.target == "cuda" and report.mismatches == ["bias", "weight"]
+
+
+def test_zero_dim_cpu_inputs_are_a_note_not_a_mismatch():
+    report = explain_devices(nn.Linear(2, 2).to("meta"), {"lr": torch.tensor(0.1), "v": torch.tensor([0.1])})
+    assert entry(report, "lr").status == "note" and report.mismatches == ["v"]
+
+
+def test_nested_inputs_get_names_you_can_paste():
+    report = explain_devices(None, {"batch": {"x": torch.ones(1), "ys": [torch.ones(1)]}, "my key": torch.ones(1)},
+                             device="meta")
+    assert report.mismatches == ["batch['x']", "batch['ys'][0]", "inputs['my key']"]
+    assert """batch['x'] = batch['x'].to("meta")""" in report.text()
+
+
+def test_modules_and_tensors_in_plain_lists():
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(2, 2)]
+            self.consts = {"a": torch.ones(1)}
+    report = explain_devices(Holder().to("meta"), device="meta")
+    assert entry(report, "layers[0]").kind == "unregistered module"
+    assert entry(report, "consts['a']").status == "mismatch"
+    assert "nn.ModuleList" in report.text() and "plain list or dict" in report.text()
+
+
+def test_an_uninitialised_module_is_explained():
+    class Broken(nn.Module):
+        def __init__(self):  # super().__init__() forgotten on purpose
+            self.scale = torch.ones(2)
+    report = explain_devices(Broken())
+    assert "super().__init__()" in report.problems[0] and entry(report, "scale").kind == "plain attribute"
+
+
+def test_optimizer_state_away_from_its_parameter():
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+    for state in opt.state.values():        # what a GPU run looks like: state on another device
+        state["exp_avg"] = state["exp_avg"].to("meta")
+    report = explain_devices(model, optimizer=opt)
+    assert report.mismatches == ["bias (exp_avg)", "weight (exp_avg)"]
+    assert entry(report, "weight (step)").status == "ok"
+    assert "Optimizer state not next to its parameter" in report.headline()
+    assert any("load_state_dict" in s for s in report.suggestions)
+
+
+def test_optimizer_that_tracks_tensors_the_model_no_longer_uses():
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model.to("meta")                          # cpu -> meta makes new parameter objects
+    report = explain_devices(model, optimizer=opt)
+    assert report.warnings == ["optimizer param #0", "optimizer param #1"]
+
+
+def test_long_reports_hide_only_fine_rows():
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(40)])
+    report = explain_devices(model, {"x": torch.ones(2, device="meta")}, device="cpu")
+    text = report.text()
+    assert "x" in report.mismatches and " x " in text and "more tensors on cpu, all fine" in text
+    assert len(text.splitlines()) < 50
+
+
+def test_html_escapes_everything():
+    evil = "<script>alert(1)</script>"
+    report = explain_devices(nn.Linear(2, 2), {evil: torch.ones(1, device="meta"), "b": evil}, device="cpu")
+    page = report._repr_html_()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert str(report) == report.text() == repr(report)
+
+
+class Hostile:
+    def _boom(self, *a, **k):
+        raise RuntimeError("hostile")
+
+    __eq__ = __bool__ = __len__ = __iter__ = __repr__ = __str__ = __hash__ = __getitem__ = _boom
+
+    def __getattr__(self, name):
+        raise RuntimeError("hostile attribute")
+
+
+class HostileModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(2, 2)
+
+    def named_parameters(self, *a, **k):
+        raise RuntimeError("mine")
+
+
+circular: list = []
+circular.append(circular)
+
+
+@pytest.mark.parametrize("model", [None, 42, "model", torch.ones(2), nn.Module(), Hostile(), HostileModule(),
+                                   nn.Linear(2, 2), {"x": torch.ones(1)}], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize("inputs", [None, torch.ones(2), 3, "text", [1, None, "a"], {1: torch.ones(1)},
+                                    {"h": Hostile()}, [Hostile()], circular, {},
+                                    {"x": torch.ones(2, device="meta")}, (torch.ones(1),) * 500],
+                         ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize("device", [None, "cpu", "meta", "cuda:3", "nonsense", 7, Hostile()],
+                         ids=lambda v: type(v).__name__ if not isinstance(v, str) else v)
+def test_never_raises(model, inputs, device):
+    report = explain_devices(model, inputs, device)
+    assert isinstance(report, DeviceReport)
+    assert isinstance(report.text(), str) and isinstance(report._repr_html_(), str)
+    assert isinstance(report.ok, bool) and isinstance(report.mismatches, list)
+
+
+def test_never_raises_with_a_hostile_optimizer():
+    report = explain_devices(nn.Linear(2, 2), optimizer=Hostile())
+    assert report.problems and report.text()
+
+
+leaves = st.one_of(
+    st.none(), st.integers(), st.text(max_size=3), st.floats(allow_nan=True),
+    st.builds(lambda shape, dev: torch.zeros(shape, device=dev), st.lists(st.integers(0, 3), max_size=2).map(tuple),
+              st.sampled_from(["cpu", "meta"])))
+structures = st.recursive(leaves, lambda children: st.one_of(
+    st.lists(children, max_size=3), st.tuples(children, children),
+    st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), children, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(structures, st.sampled_from([None, "cpu", "meta"]))
+def test_never_raises_for_generated_inputs(inputs, device):
+    report = explain_devices(Classifier(), inputs, device)
+    assert not report.problems
+    text = report.text()
+    for name in report.mismatches:
+        assert name in text
+
+
+def test_save_as_gpu_checkpoint_writes_cuda_tags_and_only_then():
+    buffer = io.BytesIO()
+    save_as_gpu_checkpoint({"w": torch.ones(2), "b": torch.zeros(1), "n": 1}, buffer, location="cuda:1")
+    tags = []
+    loaded = torch.load(io.BytesIO(buffer.getvalue()), map_location=lambda s, loc: tags.append(loc) or s)
+    assert sorted(tags) == ["cuda:1", "cuda:1"] and loaded["n"] == 1 and torch.equal(loaded["w"], torch.ones(2))
+    with pytest.raises(Exception):
+        save_as_gpu_checkpoint({"f": lambda: None}, io.BytesIO())     # cannot pickle a lambda
+    assert mismatch._TAG_AS is None                                    # ... and the tagging is switched off
+    plain = io.BytesIO()
+    torch.save(torch.ones(1), plain)
+    tags.clear()
+    torch.load(io.BytesIO(plain.getvalue()), map_location=lambda s, loc: tags.append(loc) or s)
+    assert tags == ["cpu"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.LSTM(4, 4, 2), lambda: nn.MultiheadAttention(8, 2), lambda: nn.Embedding(5, 3),
+    lambda: nn.Conv2d(1, 2, 3), lambda: nn.BatchNorm2d(3), lambda: nn.LayerNorm(4),
+    lambda: nn.utils.parametrizations.weight_norm(nn.Linear(3, 3)),
+], ids=["LSTM", "MultiheadAttention", "Embedding", "Conv2d", "BatchNorm2d", "LayerNorm", "weight_norm"])
+def test_no_false_alarms_on_built_in_layers(make):
+    for device in ("cpu", "meta"):
+        report = explain_devices(make().to(device), device=device)
+        assert report.ok, report.text()
