@@ -364,7 +364,7 @@ def serve(control_fd: int) -> None:
                 control.close()
                 for fd in [status_fd, *children.values()]:
                     os.close(fd)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 _child(job_fd, channel_fd)
             os.close(job_fd)
             os.close(channel_fd)
