@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
 from .exercises import exercise_ids, get_exercise
+from .notebook import cell_source, exercise_cells
 from .results import FAILED, PASSED
 
 CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback")
@@ -208,24 +209,19 @@ def read_notebook(path: str) -> dict:
 
 
 def answer_cells(nb: dict) -> list[tuple[int, str, str]]:
-    """The answer cells of a notebook, in order.
+    """The answer cells of a notebook (:func:`course_utils.notebook.exercise_cells`), in order.
 
     Returns:
-        ``(cell index, exercise id, source)`` for each code cell whose metadata is
-        ``{"course": {"exercise": id}}``; malformed cells are skipped.
+        ``(cell index, exercise id, source)`` per exercise; of a duplicated answer cell, the last copy.
+
+    Raises:
+        InvalidSubmission: the cells are not what nbformat 4 describes.
     """
-    cells = []
-    for index, cell in enumerate(nb["cells"]):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        course = cell.get("metadata", {}).get("course") if isinstance(cell.get("metadata"), dict) else None
-        ex_id = course.get("exercise") if isinstance(course, dict) else None
-        source = cell.get("source", "")
-        if isinstance(source, list):
-            source = "".join(s for s in source if isinstance(s, str))
-        if isinstance(ex_id, str) and isinstance(source, str):
-            cells.append((index, ex_id, source))
-    return cells
+    position = {id(cell): i for i, cell in enumerate(nb["cells"])}
+    try:
+        return sorted((position[id(cell)], ex_id, cell_source(cell)) for ex_id, cell in exercise_cells(nb).items())
+    except (AttributeError, TypeError):
+        raise InvalidSubmission("the file is not a valid notebook: its cells are malformed") from None
 
 
 def lesson_of(path: str, cells: Sequence[tuple[int, str, str]] = ()) -> Optional[str]:
@@ -316,6 +312,7 @@ class _ForkServer:
         env = dict(os.environ)  # make sure the server imports this very course_utils
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env["PYTHONHASHSEED"] = "0"  # the same set and dict orders in every batch: the same feedback
         with theirs:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", f"from course_utils._grade_worker import serve; serve({theirs.fileno()})"],
@@ -338,16 +335,28 @@ class _ForkServer:
 
 _SERVER: Optional[_ForkServer] = None
 _SERVER_LOCK = threading.Lock()
+_CANCELLED = threading.Event()  # set when a batch is interrupted: start no more workers
 
 
 def _server() -> _ForkServer:
     """The fork server, started on first use (and again if it died)."""
     global _SERVER
     with _SERVER_LOCK:
+        if _CANCELLED.is_set():
+            raise RuntimeError("grading was interrupted")
         if _SERVER is None or _SERVER.process.poll() is not None:
             _SERVER = _ForkServer()
             atexit.register(_SERVER.close)
         return _SERVER
+
+
+def _stop_server() -> None:
+    """Stop the fork server now, killing the workers still running."""
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is not None:
+            _SERVER.close()
+            _SERVER = None
 
 
 @dataclass
@@ -387,8 +396,10 @@ def _run_worker(cells: list[tuple[int, str, str]], check: list[str], limits: Lim
     def read(timeout: float) -> None:
         """Wait up to ``timeout`` for lines on the open pipes and take them in."""
         nonlocal pid
-        readable, _, _ = select.select(list(pending), [], [], max(timeout, 0))
-        for fd in readable:
+        poller = select.poll()  # not select(): no limit on descriptor numbers
+        for fd in pending:
+            poller.register(fd, select.POLLIN)
+        for fd, _ in poller.poll(max(timeout, 0) * 1000):
             chunk = os.read(fd, 65536)
             if not chunk:  # closed: the worker has ended (or the server has)
                 del pending[fd]
@@ -490,11 +501,11 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
     """
     try:
         nb = read_notebook(path)
+        cells = answer_cells(nb)
     except InvalidSubmission as e:
         lesson = lesson or lesson_of(path)
         return _grade(path, _lesson_exercises(lesson) if lesson else [], {}, f"Not graded: {e}.",
                       ["invalid notebook"])
-    cells = answer_cells(nb)
     lesson = lesson or lesson_of(path, cells)
     if lesson is None:
         return _grade(path, [], {}, "Not graded: could not tell which lesson this notebook belongs to (no "
@@ -580,13 +591,21 @@ def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1,
             return _grade(path, [], {}, f"Not graded: internal grader error ({type(e).__name__}: {e}).",
                           ["grader error"])
 
+    _CANCELLED.clear()
     grades = []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         futures = [pool.submit(one, p) for p in paths]
         for done, future in enumerate(as_completed(futures), 1):
             grades.append(future.result())
             if on_progress:
                 on_progress(done, len(futures))
+    except BaseException:  # Ctrl-C: drop the queue and kill the running workers, then stop
+        _CANCELLED.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_server()
+        raise
+    pool.shutdown()
     return sorted(grades, key=lambda g: g.submission)
 
 

@@ -19,7 +19,8 @@ import pytest
 from course_utils import grade
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
-from nbtools import NOTEBOOK_DIR, exercise_cells, load, source
+from course_utils.notebook import cell_source, exercise_cells, with_solutions
+from nbtools import NOTEBOOK_DIR, load
 
 NB01 = load(NOTEBOOK_DIR / "01_tensors.ipynb")
 SOL = {ex_id: get_exercise(ex_id).solution_source for ex_id in ("01.nbytes", "01.blank_like")}
@@ -43,7 +44,7 @@ def lesson01(answers: dict[str, str | None], check_cell: str | None = None) -> d
             cell["source"] = answers[ex_id]
     if check_cell is not None:  # edit every check cell, and fake its saved output
         for cell in nb["cells"]:
-            if cell["cell_type"] == "code" and source(cell).startswith("cu.exercise("):
+            if cell["cell_type"] == "code" and cell_source(cell).startswith("cu.exercise("):
                 cell["source"] = check_cell
                 cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["✔ passed (1/1 points)\n"]}]
     return nb
@@ -58,7 +59,7 @@ def solved_lesson(lesson: str) -> dict:
 
 
 NOTEBOOKS = {
-    "subs/solved.ipynb": lesson01(SOL),
+    "subs/solved.ipynb": with_solutions(NB01),
     "subs/unsolved.ipynb": lesson01({}),
     "subs/mistakes.ipynb": lesson01({
         "01.nbytes": SOL["01.nbytes"],
@@ -356,6 +357,13 @@ def test_forged_messages_are_rejected():
 ])
 def test_reaches_into_course(code, found):
     assert grade.reaches_into_course(code) == found
+
+
+def test_malformed_cells_are_reported_without_running_anything(tmp_path):
+    nb = {"cells": [{"cell_type": "code", "metadata": {"course": {"exercise": "01.nbytes"}}, "source": [1, 2]}]}
+    (tmp_path / "01_odd.ipynb").write_text(json.dumps(nb))
+    graded = grade.grade_notebook(str(tmp_path / "01_odd.ipynb"))
+    assert graded.points == 0 and graded.max_points == 2 and "cells are malformed" in graded.note
 
 
 def test_lesson_detection():
