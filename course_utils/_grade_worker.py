@@ -383,7 +383,8 @@ def _reap(children: dict[int, int]) -> None:
     for pid in list(children):
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            end = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+            end = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+                   else f"exit {os.WEXITSTATUS(status)}")
             _write_status(children.pop(pid), end, close=True)
 
 

@@ -1,4 +1,4 @@
-"""Batch grading of submitted notebooks: ``python -m course_utils grade SUBMISSION.ipynb|FOLDER... --out grades.csv``.
+"""Batch grading of submitted notebooks: ``python -m course_utils grade NOTEBOOK|FOLDER... --out grades.csv``.
 
 Each submission is graded on what its answer cells *do*, not on what the notebook *says*:
 
@@ -85,7 +85,8 @@ class Limits:
             code (the process group is then killed).
         cell_timeout: seconds each answer cell may run (top-level code, not the checks).
         check_timeout: seconds each check may run (sets ``course_utils.exercises.TIME_LIMIT``).
-        memory_mb: memory the worker may allocate (``RLIMIT_DATA``), PyTorch's own ~250 MB included.
+        memory_mb: memory the worker may allocate (``RLIMIT_DATA``), including the ~300 MB that PyTorch
+            and the course take before any learner code runs.
     """
 
     timeout: float = 60.0
@@ -219,7 +220,8 @@ def answer_cells(nb: dict) -> list[tuple[int, str, str]]:
     """
     position = {id(cell): i for i, cell in enumerate(nb["cells"])}
     try:
-        return sorted((position[id(cell)], ex_id, cell_source(cell)) for ex_id, cell in exercise_cells(nb).items())
+        return sorted((position[id(cell)], ex_id, cell_source(cell))
+                      for ex_id, cell in exercise_cells(nb).items())
     except (AttributeError, TypeError):
         raise InvalidSubmission("the file is not a valid notebook: its cells are malformed") from None
 
@@ -264,9 +266,10 @@ def reaches_into_course(source: str) -> Optional[str]:
     except SyntaxError:
         return None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and (node.attr in _BANNED_NAMES or (
-                node.attr in ("stack", "trace") and isinstance(node.value, ast.Name) and node.value.id == "inspect")):
-            return ast.unparse(node)
+        if isinstance(node, ast.Attribute):
+            of_inspect = isinstance(node.value, ast.Name) and node.value.id == "inspect"
+            if node.attr in _BANNED_NAMES or (of_inspect and node.attr in ("stack", "trace")):
+                return ast.unparse(node)
         if isinstance(node, ast.Name) and node.id in _BANNED_NAMES:
             return node.id
         if isinstance(node, ast.Import):
@@ -313,10 +316,10 @@ class _ForkServer:
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env["PYTHONHASHSEED"] = "0"  # the same set and dict orders in every batch: the same feedback
+        code = f"from course_utils._grade_worker import serve; serve({theirs.fileno()})"
         with theirs:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", f"from course_utils._grade_worker import serve; serve({theirs.fileno()})"],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
+            self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(theirs.fileno(),),
+                                            stdin=subprocess.DEVNULL, env=env)
         self.lock = threading.Lock()
 
     def request(self, fds: list[int]) -> None:
@@ -433,7 +436,8 @@ def _run_worker(cells: list[tuple[int, str, str]], check: list[str], limits: Lim
         grace = time.monotonic() + 2.0  # let the last lines and the exit status arrive
         while channel_r in pending and run.exitcode is not None and not run.end and time.monotonic() < grace:
             read(grace - time.monotonic())
-        while status_r in pending and run.exitcode is None and run.end != "timeout" and time.monotonic() < grace:
+        while status_r in pending and run.exitcode is None and run.end != "timeout" \
+                and time.monotonic() < grace:
             read(grace - time.monotonic())
         run.end = run.end or "exit"
     finally:
@@ -522,9 +526,9 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
     for _, ex_id, source in cells:
         construct = reaches_into_course(source)
         if construct and ex_id not in decided:
-            decided[ex_id] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reaches into the "
-                                      "course's reference solutions or the checker itself. Solve the exercise "
-                                      "with your own code.")
+            decided[ex_id] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reaches into "
+                                      "the course's reference solutions or the checker itself. Solve the "
+                                      "exercise with your own code.")
             events.append(f"{ex_id}: reaches into the checker")
     skip: set[int] = set()
     while any(e not in decided for e in exercises):
@@ -549,23 +553,34 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
                          else f" (while {stage['exercise']} was being checked)" if stage else "")
                 return _grade(path, exercises, {}, f"Not graded: the submission changes {what}{where}. Answer "
                               "cells must leave course_utils and PyTorch as they are.", ["tampering"])
-        if run.end == "done":
-            break
-        if run.end == "error" or not run.ready or stage is None:
-            why = (f"the grader failed: {run.messages[-1].get('message')}" if run.end == "error" else
-                   f"the grading process {_how_it_ended(run, limits)[0]}"
-                   + (" before running any answer" if not run.ready else ""))
-            for ex_id in to_check:
-                decided.setdefault(ex_id, (FAILED, f"Not graded: {why}."))
-            events.append("grader error" if run.end == "error" or not run.ready else "stopped")
-            break
         what, event = _how_it_ended(run, limits)
+        # When nothing can be blamed on one exercise, what is left is not graded, and that is final.
+        if run.end == "done":
+            why, event = "no result came back from its process", "results lost"
+        elif run.end == "error":
+            why, event = f"the grader failed ({run.messages[-1].get('message')})", "grader error"
+        elif not run.ready:
+            why = (f"the grader could not start a process within {STARTUP_LIMIT:g} s" if run.end == "timeout"
+                   else f"its process ended before running any answer ({what})")
+            event = "grader error"
+        elif stage is None:
+            why = f"its process stopped between two steps: it {what}"
+        else:
+            why = ""
+        if why:
+            left = [e for e in to_check if e not in decided]
+            for ex_id in left:
+                decided[ex_id] = (FAILED, f"Not graded: {why}.")
+            if left:
+                events.append(event)
+            break
         ex_id = stage["exercise"]
         if stage["stage"] == "cell":
             skip.add(stage["index"])
             decided.setdefault(ex_id, (FAILED, f"Your answer cell {what}."))
         else:
-            decided[ex_id] = (FAILED, f"While `{get_exercise(ex_id).name}` was being checked, your code {what}.")
+            name = get_exercise(ex_id).name
+            decided[ex_id] = (FAILED, f"While `{name}` was being checked, your code {what}.")
         events.append(f"{ex_id}: {event}")
     return _grade(path, exercises, decided, events=events)
 
@@ -705,7 +720,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds for each exercise check (default: {d.check_timeout:g})")
     parser.add_argument("--memory-mb", type=int, default=d.memory_mb,
                         help=f"memory per submission in MB, PyTorch included (default: {d.memory_mb})")
-    parser.add_argument("--lesson", help="grade every notebook as this lesson (e.g. 01) instead of detecting it")
+    parser.add_argument("--lesson", help="grade every notebook as this lesson (e.g. 01), not the one detected")
     parser.add_argument("--gradescope", metavar="DIR", help="also write DIR/<submission>/results.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: for more than 5 submissions, or in a terminal)")
@@ -720,7 +735,8 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         stderr: where errors and the progress bar go (default ``sys.stderr``).
 
     Returns:
-        0 when grading ran (whatever the grades), 2 for usage errors (nothing to grade, bad options).
+        0 when grading ran (whatever the grades), 2 for usage errors (nothing to grade, bad options),
+        130 when interrupted (Ctrl-C).
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
@@ -732,7 +748,8 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         return 2
     if args.lesson and not _lesson_exercises(args.lesson):
         lessons = sorted({get_exercise(e).lesson for e in exercise_ids()})
-        print(f"--lesson {args.lesson}: no such lesson with exercises (known: {', '.join(lessons)}).", file=stderr)
+        print(f"--lesson {args.lesson}: no lesson with exercises has that number "
+              f"(known: {', '.join(lessons)}).", file=stderr)
         return 2
     try:
         paths = find_submissions(args.submissions)
@@ -745,8 +762,12 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb)
     show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
     started = time.monotonic()
-    grades = grade_all(paths, limits, jobs=args.jobs, lesson=args.lesson,
-                       on_progress=_Progress(len(paths), stderr) if show else None)
+    try:
+        grades = grade_all(paths, limits, jobs=args.jobs, lesson=args.lesson,
+                           on_progress=_Progress(len(paths), stderr) if show else None)
+    except KeyboardInterrupt:
+        print("\nInterrupted: no grades written.", file=stderr)
+        return 130
     elapsed = time.monotonic() - started
     with open(args.out, "w", encoding="utf-8", newline="") as f:
         write_csv(grades, f)
@@ -755,8 +776,8 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     points, available = sum(g.points for g in grades), sum(g.max_points for g in grades)
     full = sum(1 for g in grades if g.max_points and g.points == g.max_points)
     print(summary_table(grades), file=stdout)
-    print(f"\n{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: {points}/{available} "
-          f"points, {full} with full marks. Grades written to {args.out}"
+    print(f"\n{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: "
+          f"{points}/{available} points, {full} with full marks. Grades written to {args.out}"
           + (f"; Gradescope results under {args.gradescope}/" if args.gradescope else "") + ".", file=stdout)
     return 0
 

@@ -7,6 +7,7 @@ A grader is a function ``grade(answer) -> str`` that returns a success message, 
 from __future__ import annotations
 
 import inspect
+import os
 import reprlib
 from typing import Any, Callable, Iterator
 
@@ -59,8 +60,14 @@ def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except NotImplementedError as e:
-        if "meta tensor" in str(e):  # PyTorch's own "Cannot copy out of meta tensor", not the stub
-            raise Crashed(e, context) from None
+        message = str(e)
+        if "meta" in message.lower() or "could not run" in message.lower():  # PyTorch's, not the stub
+            where = f" when called with {context}" if context else ""
+            raise Wrong(
+                f"Your code tried to read the data of a `meta` tensor{where}: NotImplementedError: "
+                f"{safe_repr(message, 160)}. Meta tensors have no data (only shape, dtype and device), so "
+                "their values cannot be read or copied to the CPU. Look at `.device` only; don't read "
+                "values or move tensors to the CPU.") from None
         raise NotAttempted() from None
     except (KeyboardInterrupt, TimeLimit):
         raise
@@ -146,7 +153,64 @@ class TimeLimit(BaseException):
     """Raised inside learner code when a check runs past its time limit."""
 
 
-class simulated_accelerator:
+_COURSE_SETTINGS = (_device.DEVICE_ENV, _device.REQUIRE_ENV)
+
+
+class _Patched:
+    """Replace attributes for the length of a ``with`` block; also hide this machine's course
+    settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``), which describe the real machine."""
+
+    def _fakes(self) -> dict[tuple[Any, str], Any]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        fakes = self._fakes()
+        self._saved = [(module, name, getattr(module, name)) for (module, name) in fakes]
+        for (module, name), replacement in fakes.items():
+            setattr(module, name, replacement)
+        self._env = {name: os.environ.pop(name) for name in _COURSE_SETTINGS if name in os.environ}
+        return self._result()
+
+    def _result(self) -> Any:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        os.environ.update(self._env)
+
+
+class simulated_no_accelerator(_Patched):
+    """Pretend, for a ``with`` block, that no accelerator is usable. Lets a check test the CPU
+    branch of an answer on any machine.
+
+    Args:
+        build: the accelerator PyTorch was built for. ``"cuda"`` mimics a CUDA build on a machine
+            without a GPU (``current_accelerator()`` still names ``cuda`` unless
+            ``check_available=True``); ``None`` mimics a CPU-only build (it always returns None).
+    """
+
+    def __init__(self, build: str | None = "cuda"):
+        self.build = build
+
+    def _fakes(self) -> dict[tuple[Any, str], Any]:
+        def current_accelerator(check_available: bool = False) -> torch.device | None:
+            return None if check_available or self.build is None else torch.device(self.build)
+
+        def no_device(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+
+        acc, cuda = torch.accelerator, torch.cuda
+        fakes = {(acc, "is_available"): lambda: False, (acc, "current_accelerator"): current_accelerator,
+                 (acc, "current_device_index"): no_device, (acc, "device_count"): lambda: 0,
+                 (cuda, "is_available"): lambda: False, (cuda, "device_count"): lambda: 0,
+                 (torch.backends.mps, "is_available"): lambda: False}
+        if hasattr(torch, "xpu"):
+            fakes[torch.xpu, "is_available"] = lambda: False
+        return fakes
+
+
+class simulated_accelerator(_Patched):
     """Pretend, for the length of a ``with`` block, that the machine has an accelerator.
 
     ``torch.accelerator`` reports ``device`` (default: the data-less ``meta`` device) as
@@ -157,24 +221,13 @@ class simulated_accelerator:
 
     def __init__(self, device: str = "meta"):
         self.device = torch.device(device)
-        self._saved: list[tuple[Any, str, Any]] = []
 
-    def __enter__(self) -> torch.device:
+    def _fakes(self) -> dict[tuple[Any, str], Any]:
         acc, cuda = torch.accelerator, torch.cuda
-        fake = {
-            (acc, "is_available"): lambda: True,
-            (acc, "current_accelerator"): lambda check_available=False: self.device,
-            (acc, "current_device_index"): lambda: 0,
-            (acc, "device_count"): lambda: 1,
-            (cuda, "is_available"): lambda: False,
-            (cuda, "device_count"): lambda: 0,
-        }
-        for (module, name), replacement in fake.items():
-            self._saved.append((module, name, getattr(module, name)))
-            setattr(module, name, replacement)
-        return self.device
+        return {(acc, "is_available"): lambda: True,
+                (acc, "current_accelerator"): lambda check_available=False: self.device,
+                (acc, "current_device_index"): lambda: 0, (acc, "device_count"): lambda: 1,
+                (cuda, "is_available"): lambda: False, (cuda, "device_count"): lambda: 0}
 
-    def __exit__(self, *exc: Any) -> None:
-        for module, name, original in reversed(self._saved):
-            setattr(module, name, original)
-        self._saved.clear()
+    def _result(self) -> torch.device:
+        return self.device

@@ -1,8 +1,9 @@
 """Timing that is right on every device, built on ``torch.utils.benchmark``.
 
 Accelerators run asynchronously: a plain ``time.time()`` around a CUDA call measures only the
-launch. ``torch.utils.benchmark.Timer`` synchronises CUDA for you; for other accelerators the
-statement below adds ``torch.accelerator.synchronize()``.
+launch. ``torch.utils.benchmark.Timer`` synchronises the device around its measurements (recent
+releases do so for any accelerator, older ones for CUDA only, so for non-CUDA devices the timed
+statement also ends with ``torch.accelerator.synchronize()``).
 """
 from __future__ import annotations
 

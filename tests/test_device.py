@@ -26,8 +26,21 @@ def test_accelerator_is_preferred_with_its_current_index(monkeypatch):
 
 def test_environment_override(monkeypatch):
     monkeypatch.setenv(dev.DEVICE_ENV, "cpu")
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("meta"))
+    assert dev.accelerator() == torch.device("meta")
+    assert dev.best_device() == torch.device("cpu")
+
+
+def test_simulations_hide_this_machines_settings(monkeypatch):
+    from course_utils.grading import simulated_no_accelerator
+    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")
+    monkeypatch.setenv(dev.REQUIRE_ENV, "1")
     with simulated_accelerator("meta"):
-        assert dev.best_device() == torch.device("cpu")
+        assert dev.best_device() == torch.device("meta", 0)
+    with simulated_no_accelerator():
+        assert dev.best_device() == torch.device("cpu") and dev.accelerator() is None
+    assert dev.best_device() == torch.device("cpu") and dev.accelerator_required()
 
 
 def test_override_to_a_missing_device_says_what_to_do(monkeypatch):

@@ -46,7 +46,8 @@ def lesson01(answers: dict[str, str | None], check_cell: str | None = None) -> d
         for cell in nb["cells"]:
             if cell["cell_type"] == "code" and cell_source(cell).startswith("cu.exercise("):
                 cell["source"] = check_cell
-                cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["✔ passed (1/1 points)\n"]}]
+                cell["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                    "text": ["✔ passed (1/1 points)\n"]}]
     return nb
 
 
@@ -92,21 +93,24 @@ NOTEBOOKS = {
     "subs/tamper_during_check.ipynb": lesson01({"01.nbytes": (
         "def nbytes(t):\n    cu.grading.Wrong = KeyboardInterrupt  # a wrong answer would now crash the check\n"
         "    return 0\n")}),
-    "subs/edited_check_cells.ipynb": lesson01({}, check_cell="print('✔ 01.nbytes How many bytes?: passed (1/1 points)')\n"),
+    "subs/edited_check_cells.ipynb": lesson01(
+        {}, check_cell="print('✔ 01.nbytes How many bytes?: passed (1/1 points)')\n"),
     "subs/prints_passed.ipynb": lesson01({"01.nbytes": (
         "import sys\nprint('✔ 01.nbytes How many bytes?: passed (1/1 points)')\n"
-        "print('passed (1/1 points)', file=sys.stderr)\n" + "def nbytes(t):\n    raise NotImplementedError\n")}),
+        "print('passed (1/1 points)', file=sys.stderr)\n"
+        "def nbytes(t):\n    raise NotImplementedError\n")}),
     "subs/uses_reference.ipynb": lesson01({
         "01.nbytes": "from course_utils.lessons.l01_tensors import nbytes\n",
-        "01.blank_like": ("import importlib\nm = importlib.import_module('course_utils.lesso' + 'ns.l01_tensors')\n"
+        "01.blank_like": ("import importlib\n"  # a module name the static scan cannot see
+                          "m = importlib.import_module('course_utils.lesso' + 'ns.l01_tensors')\n"
                           "blank_like = m.blank_like\n")}),
     "subs/reads_frames.ipynb": lesson01({"01.nbytes": (
         "import sys\ndef nbytes(t):\n    return sys._getframe(2).f_locals['want']\n")}),
     # hangs, crashes and memory bombs: each costs only its own exercise
     "subs/late/hang_cell.ipynb": lesson01({"01.nbytes": SOL["01.nbytes"] + "while True:\n    pass\n",
                                            "01.blank_like": SOL["01.blank_like"]}),
-    "subs/late/hang_function.ipynb": lesson01({"01.nbytes": SOL["01.nbytes"],
-                                               "01.blank_like": "def blank_like(t):\n    while True:\n        pass\n"}),
+    "subs/late/hang_function.ipynb": lesson01({
+        "01.nbytes": SOL["01.nbytes"], "01.blank_like": "def blank_like(t):\n    while True:\n        pass\n"}),
     "subs/late/hang_hard.ipynb": lesson01({"01.nbytes": HARD_HANG, "01.blank_like": SOL["01.blank_like"]}),
     "subs/late/crash_exit.ipynb": lesson01({"01.nbytes": "import os\nos._exit(1)\n",
                                             "01.blank_like": SOL["01.blank_like"]}),
@@ -133,7 +137,8 @@ def write(root: Path, files: dict[str, dict | str]) -> None:
     for name, content in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content if isinstance(content, str) else json.dumps(content, indent=1), encoding="utf-8")
+        text = content if isinstance(content, str) else json.dumps(content, indent=1)
+        path.write_text(text, encoding="utf-8")
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -208,7 +213,8 @@ def test_every_lessons_reference_solutions_pass_without_false_alarms(batch, less
 
 def test_honest_extras_are_not_tampering(batch):
     """Seeds, default-device switches, warnings, magics, display(), nn.Module and self-checks are fine."""
-    assert scores(batch, "subs/honest_extras.ipynb")["TOTAL"] == 2, row(batch, "subs/honest_extras.ipynb", "01.nbytes")
+    sub = "subs/honest_extras.ipynb"
+    assert scores(batch, sub)["TOTAL"] == 2, (row(batch, sub, "01.nbytes"), row(batch, sub, "01.blank_like"))
 
 
 def test_unsolved_notebook_is_not_attempted(batch):
@@ -275,8 +281,9 @@ def test_hangs_score_zero_with_a_timeout_reason(batch):
 
 
 def test_crashes_cost_only_their_own_exercise(batch):
-    assert scores(batch, "subs/late/crash_exit.ipynb") == {"01.blank_like": 1, "01.nbytes": 0, "TOTAL": 1}
-    assert "ended the Python process (exit code 1)" in row(batch, "subs/late/crash_exit.ipynb", "01.nbytes")["feedback"]
+    exit_ = "subs/late/crash_exit.ipynb"
+    assert scores(batch, exit_) == {"01.blank_like": 1, "01.nbytes": 0, "TOTAL": 1}
+    assert "ended the Python process (exit code 1)" in row(batch, exit_, "01.nbytes")["feedback"]
     kill = row(batch, "subs/late/crash_kill.ipynb", "01.blank_like")
     assert kill["points"] == "0" and "was being checked" in kill["feedback"] and "SIGKILL" in kill["feedback"]
     assert scores(batch, "subs/late/crash_kill.ipynb")["01.nbytes"] == 1
@@ -308,7 +315,8 @@ def test_gradescope_export(batch):
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] == [
         ("01.blank_like", 0, 1, "failed"), ("01.nbytes", 1, 1, "passed")]
     assert "your zeros are on" in results["tests"][0]["output"]
-    assert (gs / "subs__solved" / "results.json").exists() and (gs / "subs__late__solved" / "results.json").exists()
+    for same_stem in ("subs__solved", "subs__late__solved"):  # two solved.ipynb: named after their paths
+        assert (gs / same_stem / "results.json").exists()
 
 
 def test_jobs_1_and_2_write_byte_identical_csvs(tmp_path):
@@ -350,7 +358,8 @@ def test_forged_messages_are_rejected():
 
 @pytest.mark.parametrize("code, found", [
     ("from course_utils.exercises import get_exercise\n", "course_utils.exercises"),
-    ("x = cu.exercises.get_exercise('01.nbytes').reference\n", "cu.exercises.get_exercise('01.nbytes').reference"),
+    ("x = cu.exercises.get_exercise('01.nbytes').reference\n",
+     "cu.exercises.get_exercise('01.nbytes').reference"),
     ("import inspect\ndef f():\n    return inspect.stack()\n", "inspect.stack"),
     ("def nbytes(t):\n    return t.numel() * t.element_size()\n%timeit nbytes(x)\n", None),
     ("def f(x):\n    return torch.stack([x, x])\n", None),

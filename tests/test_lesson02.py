@@ -11,8 +11,8 @@ import torch.utils.benchmark as benchmark
 from torch.utils.flop_counter import FlopCounterMode
 
 import course_utils as cu
-from course_utils.grading import simulated_accelerator
-from course_utils.lessons.l02_cpu_vs_gpu import _simulated_cpu_only, matmul_flops, pick_device
+from course_utils.grading import simulated_accelerator, simulated_no_accelerator
+from course_utils.lessons.l02_cpu_vs_gpu import matmul_flops, pick_device
 
 
 # --- 02.pick_device ----------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def test_pick_device_mistakes_are_caught_on_a_cuda_machine_too(answer, says, mon
 
 def test_pick_device_simulations_restore_torch():
     before = (torch.accelerator.is_available, torch.accelerator.current_accelerator, torch.cuda.is_available)
-    with _simulated_cpu_only():
+    with simulated_no_accelerator():
         assert not torch.accelerator.is_available() and pick_device() == torch.device("cpu")
         assert torch.accelerator.current_accelerator() == torch.device("cuda")   # the built-for accelerator
     with simulated_accelerator():

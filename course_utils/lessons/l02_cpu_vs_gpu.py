@@ -6,7 +6,8 @@ from typing import Any, Callable
 import torch
 
 from ..exercises import grader
-from ..grading import Crashed, Wrong, call, expect_callable, safe_repr, simulated_accelerator
+from ..grading import (Crashed, Wrong, call, expect_callable, safe_repr, simulated_accelerator,
+                       simulated_no_accelerator)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -86,40 +87,6 @@ def pick_device():
     if torch.accelerator.is_available():
         return torch.accelerator.current_accelerator()
     return torch.device("cpu")
-
-
-class _simulated_cpu_only:
-    """Pretend, inside a ``with`` block, that no accelerator is usable, as for a CUDA build of
-    PyTorch on a machine without a GPU: ``torch.accelerator.current_accelerator()`` still names the
-    accelerator the build supports (``cuda``) unless ``check_available=True`` is passed."""
-
-    def __enter__(self) -> None:
-        acc, cuda = torch.accelerator, torch.cuda
-
-        def current_accelerator(check_available: bool = False) -> torch.device | None:
-            return None if check_available else torch.device("cuda")
-
-        def no_device(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("Cannot access accelerator device when none is available.")
-
-        fake = {
-            (acc, "is_available"): lambda: False,
-            (acc, "current_accelerator"): current_accelerator,
-            (acc, "current_device_index"): no_device,
-            (acc, "device_count"): lambda: 0,
-            (cuda, "is_available"): lambda: False,
-            (cuda, "device_count"): lambda: 0,
-            (torch.backends.mps, "is_available"): lambda: False,
-        }
-        if hasattr(torch, "xpu"):
-            fake[torch.xpu, "is_available"] = lambda: False
-        self._saved = [(module, name, getattr(module, name)) for (module, name) in fake]
-        for (module, name), replacement in fake.items():
-            setattr(module, name, replacement)
-
-    def __exit__(self, *exc: Any) -> None:
-        for module, name, original in reversed(self._saved):
-            setattr(module, name, original)
 
 
 def _picked(fn: Callable, where: str) -> Any:
@@ -207,7 +174,7 @@ def _grade_pick_device(answer: Any) -> str:
 
     # 3. no accelerator, on a PyTorch build that supports CUDA (like a GPU-less cloud machine)
     where = "on a machine without an accelerator (simulated, with a CUDA build of PyTorch)"
-    with _simulated_cpu_only():
+    with simulated_no_accelerator():
         got = _expect_device(_picked(fn, where), where)
     if got.type != "cpu":
         raise Wrong(f"On a machine without an accelerator (simulated, with a CUDA build of PyTorch) your "

@@ -4,18 +4,18 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import os
 import re
 import textwrap
 import tokenize
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (Crashed, NotAttempted, Wrong, call, describe, expect_callable, expect_tensor, random_tensor,
-                       safe_repr, same_values, sample_tensors, simulated_accelerator)
+from ..grading import (Crashed, Wrong, call, describe, expect_callable, expect_tensor, random_tensor,
+                       safe_repr, same_values, sample_tensors, simulated_accelerator,
+                       simulated_no_accelerator)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -77,51 +77,6 @@ add_quiz(
 
 # --- shared helpers for the checks -------------------------------------------------------------
 
-class _no_accelerator:
-    """Pretend, for a ``with`` block, that no accelerator exists (on CPU-only machines: no change).
-
-    Used to check the "no accelerator" branch of an answer on a machine that has one.
-    """
-
-    def __init__(self) -> None:
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def __enter__(self) -> None:
-        acc = _device.accelerator()
-        if acc is None:
-            return
-        fake: dict[tuple[Any, str], Any] = {
-            (torch.accelerator, "is_available"): lambda: False,
-            (torch.accelerator, "current_accelerator"): lambda check_available=False: None,
-            (torch.accelerator, "device_count"): lambda: 0,
-            (torch.cuda, "is_available"): lambda: False,
-            (torch.cuda, "device_count"): lambda: 0,
-        }
-        for backend in (getattr(torch.backends, acc.type, None), getattr(torch, acc.type, None)):
-            if backend is not None and callable(getattr(backend, "is_available", None)):
-                fake[(backend, "is_available")] = lambda: False  # e.g. torch.backends.mps, torch.xpu
-        for (module, name), replacement in fake.items():
-            self._saved.append((module, name, getattr(module, name)))
-            setattr(module, name, replacement)
-
-    def __exit__(self, *exc: Any) -> None:
-        for module, name, original in reversed(self._saved):
-            setattr(module, name, original)
-        self._saved.clear()
-
-
-@contextlib.contextmanager
-def _another_machine() -> Iterator[None]:
-    """Hide this machine's course settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``) while a
-    check simulates a different machine, so ``cu.best_device()`` answers for the simulated one."""
-    saved = {name: os.environ.pop(name) for name in (_device.DEVICE_ENV, _device.REQUIRE_ENV)
-             if name in os.environ}
-    try:
-        yield
-    finally:
-        os.environ.update(saved)
-
-
 def _error_text(error: BaseException) -> str:
     try:
         return f"{type(error).__name__}: {error}"
@@ -150,21 +105,6 @@ def _code(fn: Callable) -> str:
 
 
 _INDEX_ZERO = re.compile(r"""cuda:0|\.cuda\(\s*(device\s*=\s*)?0\s*\)|device\(\s*['"]cuda['"]\s*,\s*0\s*\)""")
-
-
-def _call(fn: Callable, *args: Any, context: str) -> Any:
-    """:func:`call`, except that reading a meta tensor's data is a mistake, not "not attempted"."""
-    try:
-        return call(fn, *args, context=context)
-    except NotAttempted as e:
-        original = e.__context__
-        if isinstance(original, NotImplementedError) and "meta" in _error_text(original):
-            raise Wrong(
-                f"For {context}, your function tried to read the data of a `meta` tensor: "
-                f"{safe_repr(_error_text(original), 160)}. Meta tensors have shape, dtype and device but no "
-                "values, so copying one to the CPU fails. Did you move the input with `.cpu()` or "
-                "`.to('cpu')`? Leave it on its device.") from None
-        raise
 
 
 def _index_zero_note(fn: Callable) -> str:
@@ -200,10 +140,10 @@ def _grade_to_accelerator(answer: Any) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
 
     # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
-    with _another_machine(), simulated_accelerator() as fake:
+    with simulated_accelerator() as fake:
         for t in cases:
             try:
-                got = _call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
+                got = call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
             except Crashed as e:
                 if _asks_for_cuda(e.error):
                     raise Wrong(
@@ -231,10 +171,10 @@ def _grade_to_accelerator(answer: Any) -> str:
             _same_meta(t, got)
 
     # 2. No accelerator: the very same object comes back.
-    with _another_machine(), _no_accelerator():
+    with simulated_no_accelerator(build=None):
         for t in cases[:6] + cases[-2:]:
             try:
-                got = _call(fn, t, context=f"a {describe(t)} with no accelerator")
+                got = call(fn, t, context=f"a {describe(t)} with no accelerator")
             except Crashed as e:
                 if _asks_for_cuda(e.error):
                     raise Wrong(
@@ -276,7 +216,7 @@ def _grade_to_accelerator(answer: Any) -> str:
                         want = to_accelerator(t)
                     except Exception:  # a dtype this accelerator does not support (float64 on MPS)
                         continue
-                    got = expect_tensor(_call(fn, t, context=f"a {describe(t)} (current device: {want.device})"),
+                    got = expect_tensor(call(fn, t, context=f"a {describe(t)} (current device: {want.device})"),
                                         f"For a {describe(t)}, your result")
                     if got.device != want.device:
                         if got.device.type == want.device.type:
@@ -341,7 +281,7 @@ def _grade_mask_future(answer: Any) -> str:
     real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
     # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
     # accelerator" instead of following them is caught even on a CPU-only machine.
-    with _another_machine(), simulated_accelerator():
+    with simulated_accelerator():
         for t in local:
             _check_mask_case(fn, t)
     checked = 0
@@ -360,7 +300,7 @@ def _grade_mask_future(answer: Any) -> str:
 def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
     before = t.clone()
     try:
-        got = _call(fn, t, context=f"scores that are a {describe(t)}")
+        got = call(fn, t, context=f"scores that are a {describe(t)}")
     except Crashed as e:
         text = _error_text(e.error)
         if "expected device" in text or "same device" in text:

@@ -70,35 +70,6 @@ add_quiz(
 
 # --- calling learner code ----------------------------------------------------------------------
 
-class _TorchNotImplemented(Exception):
-    """A NotImplementedError with a message, raised by PyTorch inside learner code (e.g. reading a meta
-    tensor's values). Only the stub's bare ``raise NotImplementedError`` means "not attempted"."""
-
-
-def _guarded(fn: Any) -> Any:
-    def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except NotImplementedError as e:
-            if str(e):
-                raise _TorchNotImplemented(str(e)) from None
-            raise
-    return run
-
-
-def _call(fn: Any, *args: Any, context: str) -> Any:
-    """:func:`call`, except that PyTorch's own NotImplementedError is reported, not taken for the stub."""
-    try:
-        return call(_guarded(fn), *args, context=context)
-    except Crashed as e:
-        if isinstance(e.error, _TorchNotImplemented):
-            raise Wrong(f"Your code raised NotImplementedError when called with {context}: "
-                        f"{safe_repr(str(e.error), 160)}. PyTorch raises this for what a device cannot do: "
-                        "`meta` tensors have no data, so their values cannot be read or copied. "
-                        "Look at `.device` only; don't read values or move tensors.") from None
-        raise
-
-
 # --- exercise 06.find_mismatches -------------------------------------------------------------
 
 def find_mismatches(model, inputs, device):
@@ -207,7 +178,7 @@ def _grade_find_mismatches(answer: Any) -> str:
         expected = find_mismatches(model, inputs, device)
         before = _placement(model)
         try:
-            got = _call(fn, model, dict(inputs), device, context=description)
+            got = call(fn, model, dict(inputs), device, context=description)
         except Crashed as e:
             if tag == "index":
                 raise Wrong(f"In {description}, your function raised {type(e.error).__name__}: "
@@ -321,7 +292,7 @@ def _held_tensors(module: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
 
 def _build(cls: type, features: int) -> nn.Module:
     try:
-        module = _call(cls, features, context=f"Scaler({features})")
+        module = call(cls, features, context=f"Scaler({features})")
     except Crashed as e:
         text = str(e.error)
         if isinstance(e.error, AttributeError) and ("before Module.__init__() call" in text
@@ -390,7 +361,7 @@ def _grade_scaler(answer: Any) -> str:
 
 def _plain_attribute_feedback(module: nn.Module, name: str, features: int) -> str:
     try:
-        _call(module.to, "meta", context=f"Scaler({features}).to('meta')")
+        call(module.to, "meta", context=f"Scaler({features}).to('meta')")
         where = next((t.device for k, n, t in _held_tensors(module) if n == name), None)
     except (Crashed, Wrong):
         where = None
@@ -406,7 +377,7 @@ def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> Non
                          ((2, 3, features), torch.float64)):
         x = torch.randn(shape, generator=gen, dtype=dtype)
         original = x.clone()
-        out = expect_tensor(_call(module, x, context=f"a {describe(x)}"),
+        out = expect_tensor(call(module, x, context=f"a {describe(x)}"),
                             f"Scaler({features})(x) for x a {describe(x)}")
         if not torch.equal(x, original):
             raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
@@ -438,7 +409,7 @@ def _value_diagnosis(module: nn.Module, x: torch.Tensor, out: torch.Tensor, feat
 def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
     features = 4
     module = _build(cls, features)
-    moved = _call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
+    moved = call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
     if moved is not module:
         raise Wrong("`Scaler(n).to(device)` should return the module itself (nn.Module's own `.to` does); "
                     "don't override `to`.")
@@ -448,7 +419,7 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
                     "Everything a module holds should follow `.to`: register tensors as buffers.")
     x = torch.randn(2, features, generator=gen).to(dev)
     try:
-        out = _call(module, x, context=f"a {describe(x)}")
+        out = call(module, x, context=f"a {describe(x)}")
     except Crashed as e:
         if isinstance(e.error, RuntimeError) and "device" in str(e.error):
             raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on a {describe(x)} raised: "
