@@ -99,6 +99,15 @@ NOTEBOOKS = {
         "import sys\nprint('✔ 01.nbytes How many bytes?: passed (1/1 points)')\n"
         "print('passed (1/1 points)', file=sys.stderr)\n"
         "def nbytes(t):\n    raise NotImplementedError\n")}),
+    "subs/forges_results.ipynb": lesson01({"01.nbytes": (  # unsigned "passed" lines on every descriptor
+        "import json, os\n"
+        "fake = '0' * 64 + ' ' + json.dumps({'t': 'result', 'exercise': '01.nbytes', 'status': 'passed'})\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n"
+        "        os.write(fd, b'garbage\\n' + fake.encode() + b'\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def nbytes(t):\n    raise NotImplementedError\n")}),
     "subs/uses_reference.ipynb": lesson01({
         "01.nbytes": "from course_utils.lessons.l01_tensors import nbytes\n",
         "01.blank_like": ("import importlib\n"  # a module name the static scan cannot see
@@ -256,7 +265,8 @@ def test_tampering_earns_nothing_and_says_what_changed(batch, submission, change
         assert f"changes {changed}" in row(batch, submission, ex_id)["feedback"]
 
 
-@pytest.mark.parametrize("submission", ["subs/edited_check_cells.ipynb", "subs/prints_passed.ipynb"])
+@pytest.mark.parametrize("submission", ["subs/edited_check_cells.ipynb", "subs/prints_passed.ipynb",
+                                        "subs/forges_results.ipynb"])
 def test_claims_of_passing_are_ignored(batch, submission):
     assert scores(batch, submission)["TOTAL"] == 0
     assert "Not attempted" in row(batch, submission, "01.nbytes")["feedback"]

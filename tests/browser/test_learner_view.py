@@ -58,10 +58,16 @@ def wait_kernel_idle(server, timeout=60):
 def run_all_and_save(page, server, path):
     """Run All, wait until no cell is queued or running, save, and return the saved notebook."""
     menu(page, "Run", "Run All Cells")
-    page.wait_for_timeout(500)
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))",
-        timeout=RUN_ALL_TIMEOUT_S * 1000, polling=500)
+    # JupyterLab may send cells one at a time, so a moment with no running cell does not mean the
+    # end: wait until no prompt shows "*" and the kernel has been idle for 2 s in a row.
+    quiet, deadline = 0, time.time() + RUN_ALL_TIMEOUT_S
+    while quiet < 4:
+        assert time.time() < deadline, f"Run All did not finish in {RUN_ALL_TIMEOUT_S} s"
+        page.wait_for_timeout(500)
+        running = page.evaluate("() => [...document.querySelectorAll('.jp-InputPrompt')]"
+                                ".some(p => p.textContent.includes('*'))")
+        idle = all(k["execution_state"] == "idle" for k in api(server, "GET", "api/kernels"))
+        quiet = quiet + 1 if idle and not running else 0
     before = path.stat().st_mtime_ns
     menu(page, "File", "Save Notebook")
     deadline = time.time() + 30
@@ -171,3 +177,29 @@ def test_jupyterlab_run_all_and_use(page, server, notebook_copy, path):
 
 def test_notebook7_run_all_and_use(page, server, notebook_copy):
     learner_session(page, server, notebook_copy, NOTEBOOKS[0], ui="notebook")
+
+
+def test_the_harness_sees_an_untagged_error_stop_run_all(page, server, notebook_copy):
+    """Negative control: an intentional error without the `raises-exception` tag stops Run All,
+    and the checks above report both the error and the cells that never ran."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": load(NOTEBOOKS[0])["metadata"], "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {"tags": ["raises-exception"]}, "execution_count": None,
+         "outputs": [], "source": "1 / 0  # tagged: Run All goes on"},
+        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import torch\ntorch.ones(2, device='meta') + torch.ones(2)  # untagged"},
+        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "print('never reached')"},
+    ]}
+    target = notebook_copy / "zz_negative_control.ipynb"
+    target.write_text(json.dumps(nb))
+    try:
+        page.goto(server.url(f"lab/tree/{target.name}"))
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
+        wait_kernel_idle(server)
+        found = problems_in(run_all_and_save(page, server, target), page.locator("body").inner_text())
+    finally:
+        shutdown_kernels(server)
+        target.unlink()
+    assert any(p.startswith("cell 1 raised RuntimeError") for p in found), found
+    assert any(p.startswith("cell 2 never ran") for p in found), found
+    assert not any(p.startswith("cell 0") for p in found), found
