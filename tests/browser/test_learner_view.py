@@ -6,6 +6,7 @@ import re
 import shutil
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -38,7 +39,9 @@ def menu(page, top, item):
 
 
 def open_notebook(page, server, name, ui):
-    page.goto(server.url(f"lab/tree/{name}" if ui == "lab" else f"notebooks/{name}"))
+    # a fresh workspace per notebook: JupyterLab would otherwise restore the previous test's tabs
+    workspace = f"lab/workspaces/{Path(name).stem}-{time.monotonic_ns()}"
+    page.goto(server.url(f"{workspace}/tree/{name}" if ui == "lab" else f"notebooks/{name}"))
     page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
     page.wait_for_function("() => { const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
                            " return !s || s.getAttribute('data-status') === 'idle'; }", timeout=60_000)
@@ -193,9 +196,7 @@ def test_the_harness_sees_an_untagged_error_stop_run_all(page, server, notebook_
     target = notebook_copy / "zz_negative_control.ipynb"
     target.write_text(json.dumps(nb))
     try:
-        page.goto(server.url(f"lab/tree/{target.name}"))
-        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
-        wait_kernel_idle(server)
+        open_notebook(page, server, target.name, "lab")
         found = problems_in(run_all_and_save(page, server, target), page.locator("body").inner_text())
     finally:
         shutdown_kernels(server)
