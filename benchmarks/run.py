@@ -44,7 +44,7 @@ def notebooks() -> list[str]:
             if solved:
                 nb = nbformat.from_dict(with_solutions(nb))
             NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=True,
-                           allow_error_names=None, resources={"metadata": {"path": str(path.parent)}}).execute()
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
             stamps = [c.metadata.get("execution", {}) for c in nb.cells if c.cell_type == "code"]
             start = min(s["iopub.execute_input"] for s in stamps if "iopub.execute_input" in s)
             end = max(s["shell.execute_reply"] for s in stamps if "shell.execute_reply" in s)
