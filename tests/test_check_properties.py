@@ -21,7 +21,7 @@ from course_utils import exercises
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.results import FAILED, NOT_ATTEMPTED, PASSED
 
-EXAMPLES = 100  # per exercise; the suite reports the total in its summary line
+EXAMPLES = 200  # per exercise; the suite reports the total in its summary line
 GENERATED = {"count": 0}
 
 
