@@ -241,8 +241,9 @@ def _isolate(memory_mb: int) -> None:
     """Own process group (the grader kills it whole), memory limit, learner output to /dev/null."""
     os.setsid()
     # RLIMIT_DATA, not RLIMIT_AS: it caps what the process can actually allocate (heap and private
-    # mappings) but not reserved address space, which CUDA reserves by the tens of GB.
-    limit, hard = memory_mb << 20, resource.getrlimit(resource.RLIMIT_DATA)[1]
+    # mappings) but not reserved address space, which CUDA reserves by the tens of GB. The limit is
+    # counted on top of what PyTorch already holds, which differs by build (CUDA builds hold more).
+    limit, hard = _data_in_use() + (memory_mb << 20), resource.getrlimit(resource.RLIMIT_DATA)[1]
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
@@ -254,6 +255,18 @@ def _isolate(memory_mb: int) -> None:
     # A learner's cu.exercise()/cu.quiz() must not write the grader's own progress file.
     os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="course-grade-"), "progress.json")
     torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
+
+
+def _data_in_use() -> int:
+    """Bytes this process already counts against ``RLIMIT_DATA`` (``VmData``; 0 without ``/proc``)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _namespace() -> dict:

@@ -12,6 +12,23 @@ DEVICE_ENV = "COURSE_DEVICE"
 REQUIRE_ENV = "COURSE_REQUIRE_ACCELERATOR"
 
 
+#: Device types without 64-bit floats: Apple's MPS raises ``TypeError`` for float64 and complex128.
+NO_FLOAT64 = {"mps"}
+
+
+def supports_dtype(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether tensors of ``dtype`` can live on ``device`` (MPS has no float64 or complex128).
+
+    Args:
+        device: a device or its name.
+        dtype: the dtype to place there.
+
+    Returns:
+        False where PyTorch refuses the dtype on that device type, else True.
+    """
+    return not (torch.device(device).type in NO_FLOAT64 and dtype in (torch.float64, torch.complex128))
+
+
 def accelerator() -> Optional[torch.device]:
     """Return the available accelerator (CUDA, MPS, XPU, ...) or ``None``.
 
@@ -40,11 +57,21 @@ def best_device() -> torch.device:
     """
     override = os.environ.get(DEVICE_ENV, "").strip()
     if override:
-        device = torch.device(override)
+        try:
+            device = torch.device(override)
+        except RuntimeError:
+            raise RuntimeError(f"{DEVICE_ENV}={override!r} is not a device name. Use e.g. 'cpu', "
+                               f"'cuda' or 'cuda:1', or unset {DEVICE_ENV}.") from None
         if device.type not in ("cpu", "meta") and not _type_available(device.type):
             raise RuntimeError(
                 f"{DEVICE_ENV}={override!r}, but no {device.type} device is available here. "
                 f"Unset {DEVICE_ENV} or set it to 'cpu'."
+            )
+        count = _device_count(device.type)
+        if device.index is not None and count is not None and device.index >= count:
+            raise RuntimeError(
+                f"{DEVICE_ENV}={override!r}, but this machine has {count} {device.type} device(s), "
+                f"numbered 0 to {count - 1}. Unset {DEVICE_ENV} or pick an index below {count}."
             )
         return device
     acc = accelerator()
@@ -58,13 +85,31 @@ def best_device() -> torch.device:
     return torch.device(acc.type, torch.accelerator.current_device_index())
 
 
+def make_current(device: torch.device) -> None:
+    """Make ``device`` the current accelerator device when it names one by index (``cuda:1``).
+
+    Without this, ``COURSE_DEVICE=cuda:1`` would put the lesson's tensors on GPU 1 while
+    ``.cuda()``, ``torch.accelerator.synchronize()``, CUDA events and ``benchmark.Timer`` still
+    use GPU 0, the current device. A no-op for the CPU, ``meta`` and devices without an index.
+    """
+    device = torch.device(device)
+    if device.type in ("cpu", "meta") or device.index is None:
+        return
+    acc = accelerator()
+    if acc is not None and acc.type == device.type and torch.accelerator.current_device_index() != device.index:
+        torch.accelerator.set_device_index(device.index)
+
+
 def describe(device: torch.device) -> str:
-    """A one-line human description of a device: its name and, for accelerators, memory."""
+    """A one-line human description of a device: its name and, for accelerators, memory.
+
+    It reads only the device's properties: asking for free memory would create a CUDA context
+    (hundreds of MB on the GPU) in lessons that never use the GPU.
+    """
     device = torch.device(device)
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        free, total = torch.cuda.mem_get_info(device)
-        return f"{props.name}, {total / 2**30:.1f} GiB total, {free / 2**30:.1f} GiB free"
+        return f"{props.name}, {props.total_memory / 2**30:.1f} GiB"
     if device.type == "cpu":
         return f"CPU, {torch.get_num_threads()} threads"
     return device.type.upper()
@@ -99,6 +144,18 @@ def synchronize(device: torch.device) -> None:
     if device.type in ("cpu", "meta"):
         return
     torch.accelerator.synchronize(device)
+
+
+def _device_count(device_type: str) -> Optional[int]:
+    """How many devices of this type PyTorch sees (``None`` when it cannot tell)."""
+    acc = accelerator()
+    if acc is not None and acc.type == device_type:
+        return torch.accelerator.device_count()
+    count = getattr(getattr(torch, device_type, None), "device_count", None)
+    try:
+        return int(count()) if callable(count) else None
+    except Exception:  # a backend that cannot answer
+        return None
 
 
 def _type_available(device_type: str) -> bool:

@@ -85,8 +85,8 @@ class Limits:
             code (the process group is then killed).
         cell_timeout: seconds each answer cell may run (top-level code, not the checks).
         check_timeout: seconds each check may run (sets ``course_utils.exercises.TIME_LIMIT``).
-        memory_mb: memory the worker may allocate (``RLIMIT_DATA``), including the ~300 MB that PyTorch
-            and the course take before any learner code runs.
+        memory_mb: memory the learner's code may allocate (``RLIMIT_DATA``), on top of what PyTorch
+            and the course hold before it runs (that part differs between CPU and CUDA builds).
     """
 
     timeout: float = 60.0
@@ -719,7 +719,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check-timeout", type=float, default=d.check_timeout,
                         help=f"seconds for each exercise check (default: {d.check_timeout:g})")
     parser.add_argument("--memory-mb", type=int, default=d.memory_mb,
-                        help=f"memory per submission in MB, PyTorch included (default: {d.memory_mb})")
+                        help=f"memory per submission in MB, on top of what PyTorch itself holds (default: {d.memory_mb})")
     parser.add_argument("--lesson", help="grade every notebook as this lesson (e.g. 01), not the one detected")
     parser.add_argument("--gradescope", metavar="DIR", help="also write DIR/<submission>/results.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

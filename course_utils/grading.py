@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import os
 import reprlib
+import sys
 from typing import Any, Callable, Iterator
 
 import torch
@@ -142,8 +143,10 @@ def sample_tensors(seed: int, count: int = 12,
     devices = devices or devices_to_test()
     for i in range(count):
         shape = SHAPES[int(torch.randint(len(SHAPES), (1,), generator=gen))]
-        dtype = DTYPES[i % len(DTYPES)]
-        yield random_tensor(shape, dtype, gen, devices[i % len(devices)])
+        dtype, device = DTYPES[i % len(DTYPES)], devices[i % len(devices)]
+        if not _device.supports_dtype(device, dtype):  # float64 on MPS
+            dtype = torch.float32
+        yield random_tensor(shape, dtype, gen, device)
     # always include the cases learners most often get wrong
     yield random_tensor((), torch.float64, gen)
     yield random_tensor((0, 3), torch.int16, gen)
@@ -156,9 +159,34 @@ class TimeLimit(BaseException):
 _COURSE_SETTINGS = (_device.DEVICE_ENV, _device.REQUIRE_ENV)
 
 
+def _namespaces(answer: Any) -> list[dict]:
+    """The global namespaces ``answer``'s code looks names up in (its module, for a class)."""
+    found: list[dict] = []
+    try:
+        if inspect.isclass(answer):
+            candidates = [vars(sys.modules.get(answer.__module__, answer))] + [
+                getattr(getattr(v, "__func__", v), "__globals__", None) for v in vars(answer).values()]
+        else:
+            answer = getattr(answer, "func", answer)                  # functools.partial
+            candidates = [getattr(getattr(answer, "__func__", answer), "__globals__", None)]
+        for namespace in candidates:
+            if type(namespace) is dict and not any(namespace is seen for seen in found):
+                found.append(namespace)
+    except Exception:  # an odd answer object: patch the modules only
+        return []
+    return found
+
+
 class _Patched:
     """Replace attributes for the length of a ``with`` block; also hide this machine's course
-    settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``), which describe the real machine."""
+    settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``), which describe the real machine.
+
+    Names the answer imported directly (``from torch.accelerator import is_available``) are bound
+    to the real functions in the answer's globals; they are replaced there too, so that a correct
+    answer sees the same simulated machine as one that writes ``torch.accelerator.is_available()``.
+    """
+
+    answer: Any = None
 
     def _fakes(self) -> dict[tuple[Any, str], Any]:
         raise NotImplementedError
@@ -166,8 +194,16 @@ class _Patched:
     def __enter__(self) -> Any:
         fakes = self._fakes()
         self._saved = [(module, name, getattr(module, name)) for (module, name) in fakes]
+        originals = {id(original): (original, fakes[module, name]) for module, name, original in self._saved}
         for (module, name), replacement in fakes.items():
             setattr(module, name, replacement)
+        self._rebound = []
+        for namespace in _namespaces(self.answer):
+            for key, value in list(namespace.items()):
+                original, replacement = originals.get(id(value), (None, None))
+                if original is not None and value is original:
+                    self._rebound.append((namespace, key, value))
+                    namespace[key] = replacement
         self._env = {name: os.environ.pop(name) for name in _COURSE_SETTINGS if name in os.environ}
         return self._result()
 
@@ -175,6 +211,8 @@ class _Patched:
         return None
 
     def __exit__(self, *exc: Any) -> None:
+        for namespace, key, original in reversed(self._rebound):
+            namespace[key] = original
         for module, name, original in reversed(self._saved):
             setattr(module, name, original)
         os.environ.update(self._env)
@@ -188,10 +226,11 @@ class simulated_no_accelerator(_Patched):
         build: the accelerator PyTorch was built for. ``"cuda"`` mimics a CUDA build on a machine
             without a GPU (``current_accelerator()`` still names ``cuda`` unless
             ``check_available=True``); ``None`` mimics a CPU-only build (it always returns None).
+        answer: the learner's function or class, whose own imported names are patched too.
     """
 
-    def __init__(self, build: str | None = "cuda"):
-        self.build = build
+    def __init__(self, build: str | None = "cuda", answer: Any = None):
+        self.build, self.answer = build, answer
 
     def _fakes(self) -> dict[tuple[Any, str], Any]:
         def current_accelerator(check_available: bool = False) -> torch.device | None:
@@ -217,10 +256,14 @@ class simulated_accelerator(_Patched):
     available and current, and ``torch.cuda.is_available()`` reports False, so a check can
     tell device-agnostic answers from ones that hard-code CUDA, even on a CPU-only machine.
     On a machine with a real accelerator, checks should use that instead.
+
+    Args:
+        device: the device reported as the accelerator.
+        answer: the learner's function or class, whose own imported names are patched too.
     """
 
-    def __init__(self, device: str = "meta"):
-        self.device = torch.device(device)
+    def __init__(self, device: str = "meta", answer: Any = None):
+        self.device, self.answer = torch.device(device), answer
 
     def _fakes(self) -> dict[tuple[Any, str], Any]:
         acc, cuda = torch.accelerator, torch.cuda

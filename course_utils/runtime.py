@@ -10,6 +10,19 @@ import torch
 from . import device as _device
 
 
+#: The oldest PyTorch the course supports: `.ci/floor.txt` tests it, the requirements declare it.
+MIN_TORCH = (2, 7)
+
+
+def torch_is_supported(version: str | None = None) -> bool:
+    """Whether a PyTorch version (default: the one installed) is at least :data:`MIN_TORCH`."""
+    release = (version or torch.__version__).split("+")[0].split(".")
+    try:
+        return tuple(int(part) for part in release[:2]) >= MIN_TORCH
+    except ValueError:  # an unusual version string: do not nag
+        return True
+
+
 def on_colab() -> bool:
     """True inside Google Colab."""
     return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
@@ -47,6 +60,10 @@ def banner(device: torch.device) -> str:
         f"Python {platform.python_version()} | PyTorch {torch.__version__} | running on: {platform_name()}",
         f"Device for this lesson: {device} ({_device.describe(device)})",
     ]
+    if not torch_is_supported():
+        need = ".".join(map(str, MIN_TORCH))
+        lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
+                     f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
     acc = _device.accelerator()
     if acc is None:
         lines.append(no_accelerator_advice())
@@ -65,9 +82,11 @@ def setup(lesson: str | None = None) -> torch.device:
         lesson: the lesson number (``"01"``..``"07"``), shown in the banner's first line.
 
     Returns:
-        The device chosen by :func:`course_utils.best_device`.
+        The device chosen by :func:`course_utils.best_device`, made the current device when it
+        names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it.
     """
     device = _device.best_device()
+    _device.make_current(device)
     if lesson:
         print(f"Lesson {lesson} of 'Where does my tensor live?'")
     print(banner(device))

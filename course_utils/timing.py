@@ -1,16 +1,20 @@
 """Timing that is right on every device, built on ``torch.utils.benchmark``.
 
 Accelerators run asynchronously: a plain ``time.time()`` around a CUDA call measures only the
-launch. ``torch.utils.benchmark.Timer`` synchronises the device around its measurements (recent
-releases do so for any accelerator, older ones for CUDA only, so for non-CUDA devices the timed
-statement also ends with ``torch.accelerator.synchronize()``).
+launch. ``torch.utils.benchmark.Timer`` reads its clock through a ``timer`` function; its default
+synchronises the *current* accelerator in recent releases, only CUDA or XPU in older ones (2.7),
+and never a device that is not current. :func:`time_it` passes a timer that synchronises exactly
+the device the work runs on, once per block of calls, on every PyTorch the course supports.
 """
 from __future__ import annotations
 
+import timeit
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+
+from . import device as _device
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,31 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
     device = torch.device(device) if device is not None else torch.device("cpu")
-    stmt = "fn(*args)"
-    if device.type not in ("cpu", "cuda", "meta"):  # benchmark.Timer syncs CUDA itself
-        stmt = "fn(*args); torch.accelerator.synchronize()"
-    timer = benchmark.Timer(stmt=stmt, globals={"fn": fn, "args": args, "torch": torch},
+    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
+                            timer=synchronized_clock(device),
                             num_threads=num_threads or torch.get_num_threads(),
                             label=label or getattr(fn, "__name__", "call"))
     m = timer.blocked_autorange(min_run_time=min_run_time)
     return Timing(label or getattr(fn, "__name__", "call"), m.median, m.iqr, len(m.times))
+
+
+def synchronized_clock(device: torch.device | str) -> Callable[[], float]:
+    """A clock for ``benchmark.Timer(timer=...)`` that first waits for all work queued on ``device``.
+
+    Args:
+        device: where the timed work runs; for the CPU and ``meta`` the plain clock is returned.
+
+    Returns:
+        A function returning seconds, like ``timeit.default_timer``.
+    """
+    device = torch.device(device)
+    if device.type in ("cpu", "meta"):
+        return timeit.default_timer
+
+    def clock() -> float:
+        _device.synchronize(device)
+        return timeit.default_timer()
+    return clock
 
 
 def format_seconds(seconds: float) -> str:

@@ -124,9 +124,7 @@ def test_checks_survive_generated_answers(ex_id, monkeypatch):
         answer = make_answer(ex, behaviour)
         state = (torch.get_default_dtype(), torch.get_default_device(), torch.is_grad_enabled())
         rng = torch.get_rng_state()
-        start = time.perf_counter()
         result = cu.check(ex_id, answer)               # must not raise
-        assert time.perf_counter() - start < exercises.TIME_LIMIT + 2
         assert isinstance(result, cu.Result) and result.exercise_id == ex_id
         assert result.status in (PASSED, FAILED, NOT_ATTEMPTED)
         assert isinstance(result.feedback, str) and result.feedback.strip()

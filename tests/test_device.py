@@ -1,6 +1,9 @@
 """course_utils.device and course_utils.runtime: device choice, override, banner."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -102,3 +105,43 @@ def test_real_accelerator_is_chosen_and_described(monkeypatch):
     x = torch.ones(3, device=device)
     dev.synchronize(device)
     assert x.device == device
+
+
+@pytest.mark.parametrize("version, ok", [("2.7.0", True), ("2.13.0+cpu", True), ("3.0.0a0", True),
+                                         ("2.6.0+cu124", False), ("1.13.1", False)])
+def test_old_pytorch_is_recognised(version, ok):
+    assert runtime.torch_is_supported(version) is ok
+
+
+def test_banner_warns_about_an_old_pytorch(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.6.0")
+    assert 'pip install -U "torch>=2.7"' in runtime.banner(torch.device("cpu"))
+    monkeypatch.setattr(torch, "__version__", "2.7.1")
+    assert "older than" not in runtime.banner(torch.device("cpu"))
+
+
+def test_the_declared_floor_is_the_tested_one():
+    """`.ci/floor.txt` is what CI tests; every file that declares a minimum must say the same."""
+    root = Path(__file__).resolve().parent.parent
+    floor = dict(line.strip().split("==") for line in (root / ".ci/floor.txt").read_text().splitlines()
+                 if "==" in line and not line.startswith("#"))
+    torch_floor = ".".join(floor["torch"].split(".")[:2])
+    assert tuple(int(p) for p in torch_floor.split(".")) == runtime.MIN_TORCH
+    widgets_floor = ".".join(floor["ipywidgets"].split(".")[:2])
+    for path in ("requirements.txt", "binder/requirements.txt", "pyproject.toml"):
+        text = (root / path).read_text()
+        assert f"torch>={torch_floor}" in text and f"ipywidgets>={widgets_floor}" in text, path
+        assert not re.search(r"torch>=(?!" + re.escape(torch_floor) + r"\b)", text), path
+    assert f"PyTorch {torch_floor} or newer" in (root / "README.md").read_text()
+
+
+def test_the_banner_does_not_create_a_cuda_context(monkeypatch):
+    """Free memory would need a CUDA context (hundreds of MB) in lessons that never use the GPU."""
+    class Props:
+        name, total_memory = "Some GPU", 16 * 2**30
+
+    def no_context(*args, **kwargs):
+        raise AssertionError("mem_get_info creates a CUDA context")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Props())
+    monkeypatch.setattr(torch.cuda, "mem_get_info", no_context)
+    assert dev.describe(torch.device("cuda", 0)) == "Some GPU, 16.0 GiB"

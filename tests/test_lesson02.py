@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
-import time
+import timeit
 
 import pytest
 import torch
@@ -154,10 +154,16 @@ def test_time_it_uses_all_of_pytorchs_threads(monkeypatch):
 
 
 def test_benchmark_timer_synchronises_an_accelerator(monkeypatch):
-    """benchmark.Timer's clock waits for the accelerator before every reading (simulated here)."""
+    """benchmark.Timer's clock waits for the accelerator before every reading (simulated here).
+    Recent releases ask at every reading; older ones chose their clock once, at import, from what
+    the machine had then (CUDA or XPU only in 2.7), which no simulation can change afterwards."""
+    from torch.utils.benchmark.utils import timer as timer_module
+    if timer_module.timer is timeit.default_timer:
+        pytest.skip(f"torch {torch.__version__} chose a plain clock at import: no accelerator was usable")
     calls = []
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "synchronize", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: calls.append(1))
     benchmark.Timer("x + x", globals={"x": torch.ones(2)}).timeit(3)
     assert calls, "torch.utils.benchmark no longer synchronises the accelerator around its measurements"
 
@@ -190,20 +196,19 @@ def test_cpu_ops_are_synchronous():
 # --- on a real accelerator ----------------------------------------------------------------------
 
 @pytest.mark.gpu
-def test_unsynchronised_timing_misses_the_work():
+def test_gpu_work_is_still_queued_when_python_moves_on():
+    """Why unsynchronised timing misses the work, shown without a clock: right after the calls
+    return, the stream still has work to do; after synchronize() it has none."""
     device = cu.best_device()
+    if device.type != "cuda":
+        pytest.skip("stream queries are shown for CUDA")
     a = torch.randn(4096, 4096, device=device)
-    a @ a
-    torch.accelerator.synchronize()
-    start = time.perf_counter()
-    a @ a
-    naive = time.perf_counter() - start
-    torch.accelerator.synchronize()
-    start = time.perf_counter()
-    a @ a
-    torch.accelerator.synchronize()
-    synced = time.perf_counter() - start
-    assert naive < synced
+    torch.cuda.synchronize(device)
+    for _ in range(50):
+        a = a @ a / 4096
+    assert not torch.cuda.current_stream(device).query()
+    torch.cuda.synchronize(device)
+    assert torch.cuda.current_stream(device).query()
 
 
 @pytest.mark.gpu
@@ -223,3 +228,39 @@ def test_cuda_events_measure_milliseconds():
     end.record()
     end.synchronize()
     assert start.elapsed_time(end) > 0
+
+
+# --- learners' setups: a CUDA build without a GPU, names imported from torch.accelerator ---------
+
+def _cuda_build_without_gpu(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: None if check_available else torch.device("cuda"))
+
+
+@pytest.mark.parametrize("answer", [lambda: torch.accelerator.current_accelerator() or torch.device("cpu"),
+                                    unchecked_current])
+def test_unchecked_current_accelerator_on_a_cuda_build_without_a_gpu(answer, monkeypatch):
+    """pip's default PyTorch on a laptop: the answer returns `cuda`; the feedback says why, not 'hard-coded'."""
+    _cuda_build_without_gpu(monkeypatch)
+    result = cu.check("02.pick_device", answer)
+    assert not result.passed and "check_available=True" in result.feedback and "hard-cod" not in result.feedback
+
+
+def test_hard_coded_cuda_on_a_cuda_build_without_a_gpu_is_called_hard_coded(monkeypatch):
+    _cuda_build_without_gpu(monkeypatch)
+    result = cu.check("02.pick_device", lambda: torch.device("cuda"))
+    assert not result.passed and "hard-cod" in result.feedback, result.feedback
+
+
+def test_names_imported_from_torch_accelerator_are_simulated_too(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    namespace = {}
+    exec("from torch.accelerator import is_available, current_accelerator\n"
+         "import torch\n"
+         "def pick_device():\n"
+         "    return current_accelerator() if is_available() else torch.device('cpu')\n", namespace)
+    result = cu.check("02.pick_device", namespace["pick_device"])
+    assert result.passed, result.feedback
+    assert namespace["is_available"] is torch.accelerator.is_available   # put back afterwards

@@ -406,3 +406,18 @@ def test_cuda_visible_devices_renumbers():
                            env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, capture_output=True, text=True,
                            check=True, timeout=120).stdout.strip()
     assert empty == "0"
+
+
+def test_to_accelerator_without_an_availability_check_fails(monkeypatch):
+    """`t.to(current_accelerator())` crashes on a CUDA build without a GPU (pip's default on a laptop)."""
+    result = cu.check("04.to_accelerator", lambda t: t.to(torch.accelerator.current_accelerator()))
+    assert not result.passed and "built for" in result.feedback, result.feedback
+
+
+def test_to_accelerator_with_names_imported_from_torch_accelerator_passes():
+    namespace = {}
+    exec("from torch.accelerator import is_available, current_accelerator\n"
+         "def to_accelerator(t):\n"
+         "    return t.to(current_accelerator()) if is_available() else t\n", namespace)
+    result = cu.check("04.to_accelerator", namespace["to_accelerator"])
+    assert result.passed, result.feedback

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import itertools
+import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -185,6 +187,68 @@ def test_model_device_accepts_valid_alternatives(answer):
     assert cu.check("05.model_device", answer).passed
 
 
+class _FakeSpread:
+    """Stands in for a model with a parameter on cuda:0 and a buffer on the CPU, so that the message
+    check meets indexed devices on a machine without a GPU (answers only read ``.device``)."""
+
+    def parameters(self):
+        return iter([SimpleNamespace(device=torch.device("cuda", 0))])
+
+    def buffers(self):
+        return iter([SimpleNamespace(device=torch.device("cpu"))])
+
+
+def _check_fake_spread(answer):
+    from course_utils.lessons.l05_device_attribute import _check_spread
+    _check_spread(answer, _FakeSpread(), "a model on cuda:0 and cpu", {torch.device("cuda", 0)},
+                  {torch.device("cpu")})
+
+
+def _from_hint_3():
+    """``model_device`` assembled from the code in hint 3, statement by statement, as a learner would."""
+    from course_utils.exercises import get_exercise
+    statements = re.findall(r"`([^`]+)`", get_exercise("05.model_device").hints[2])
+    source = "def model_device(module):\n" + "".join(f"    {line}\n" for line in statements)
+    namespace = {}
+    exec(source, namespace)
+    return namespace["model_device"]
+
+
+def test_a_set_of_devices_in_the_message_names_them():
+    """`f'spread over {devices}'` shows `device(type='cuda', index=0)`, not `cuda:0`: still a correct answer."""
+    def set_in_message(m):
+        devices = {t.device for t in _all(m)}
+        if len(devices) > 1:
+            raise ValueError(f"spread over {devices}")
+        return devices.pop() if devices else None
+    _check_fake_spread(set_in_message)
+    assert cu.check("05.model_device", set_in_message).passed
+
+
+def test_hint_3_followed_literally_passes_and_reads_well():
+    answer = _from_hint_3()
+    assert cu.check("05.model_device", answer).passed
+    _check_fake_spread(answer)
+    with pytest.raises(ValueError) as raised:
+        answer(_FakeSpread())
+    assert "cpu" in str(raised.value) and "cuda:0" in str(raised.value) and "device(" not in str(raised.value)
+
+
+@pytest.mark.parametrize("message", [
+    "spread over cuda:0",
+    f"spread over {torch.device('cuda', 0)!r}",
+    "spread over cpu",
+    "spread over cuda and cpu",                     # `cuda` is not `cuda:0`
+])
+def test_a_message_naming_one_device_still_fails(message):
+    from course_utils.grading import Wrong
+
+    def one_named(m):
+        raise ValueError(message)
+    with pytest.raises(Wrong, match="does not name the devices"):
+        _check_fake_spread(one_named)
+
+
 @pytest.mark.gpu
 def test_model_device_rejects_an_index_less_device_on_the_accelerator():
     def rebuilt(m):
@@ -281,9 +345,40 @@ def test_fact_an_accelerator_tensor_reports_its_index():
     assert t.device != torch.device(acc.type)
 
 
+def _quotes_before(code_start):
+    """The `quoted` texts of the Markdown cell right before notebook 05's code cell that starts with
+    ``code_start``, with line breaks turned into spaces (as Markdown shows them)."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "05_device_attribute.ipynb")["cells"]
+    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and source(c).startswith(code_start))
+    return re.findall(r"`([^`]+)`", " ".join(source(cells[at - 1]).split()))
+
+
+#: How the message begins when a Linear layer on the accelerator meets a CPU input, by device type. CUDA's
+#: `addmm` checks argument by argument and names `mat1`; MPS's linear kernel checks its `input` itself.
+LINEAR_MISMATCH = {
+    "cuda": r"Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
+            r"tensors on cuda:\d+",
+    "mps": r"Tensor for argument input is on cpu but expected on mps",
+}
+
+
+def test_fact_the_notebook_quotes_the_split_model_message_of_each_device():
+    quotes = _quotes_before("half_moved(torch.randn(3, 4))")
+    for pattern in LINEAR_MISMATCH.values():
+        assert any(re.fullmatch(pattern, q) for q in quotes), (pattern, quotes)
+
+
 @pytest.mark.gpu
-def test_fact_gpu_mismatch_message_starts_as_the_notebook_says():
+def test_fact_gpu_mismatch_message_is_the_one_the_notebook_quotes():
     acc = cu.accelerator()
-    layer = nn.Linear(4, 2).to(acc.type)
-    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
-        layer(torch.randn(3, 4))
+    half = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    half[2].to(acc.type)
+    with pytest.raises(RuntimeError) as raised:
+        half(torch.randn(3, 4))
+    message = str(raised.value)
+    if acc.type in LINEAR_MISMATCH:
+        assert re.match(LINEAR_MISMATCH[acc.type], message), message
+        assert any(message.startswith(q) for q in _quotes_before("half_moved(torch.randn(3, 4))")), message
+    else:                                               # XPU and others: at least both devices are named
+        assert "cpu" in message and acc.type in message, message

@@ -10,7 +10,6 @@ import pytest
 
 from nbtools import load, notebook_paths, variant
 
-BUDGET_S = 90  # per notebook, kernel start included; the lesson target is < 30 s of cell time
 
 
 @pytest.mark.parametrize("solved", [False, True], ids=["unsolved", "solved"])
@@ -26,9 +25,8 @@ def test_notebook_runs_clean(path, solved, tmp_path):
          "--nbval-current-env", "--nbval-cell-timeout=300", str(target)],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - start
-    print(f"{path.name} ({'solved' if solved else 'unsolved'}): {elapsed:.1f} s")
+    print(f"{path.name} ({'solved' if solved else 'unsolved'}): {elapsed:.1f} s")  # timings: benchmarks/run.py
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert elapsed < BUDGET_S, f"{path.name} took {elapsed:.0f} s (budget {BUDGET_S} s)"
 
 
 def test_harness_catches_a_failing_check(tmp_path):

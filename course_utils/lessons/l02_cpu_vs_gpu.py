@@ -150,7 +150,14 @@ def _grade_pick_device(answer: Any) -> str:
     where = ("on this machine (no accelerator)" if real.type == "cpu"
              else f"on this machine (accelerator: {real.type})")
     got = _expect_device(_picked(fn, where), where)
-    if got.type != real.type:
+    unchecked = None  # a CUDA build without a GPU: told after step 2, which catches hard-coded "cuda"
+    built_for = torch.accelerator.current_accelerator()
+    if real.type == "cpu" and built_for is not None and got.type == built_for.type:
+        unchecked = Wrong(f"This machine has no usable accelerator, yet your function returned `{got}`. "
+                          f"`torch.accelerator.current_accelerator()` names the accelerator PyTorch was "
+                          f"*built* for (`{built_for.type}` here), usable or not: check "
+                          "`torch.accelerator.is_available()` first, or pass `check_available=True`.")
+    elif got.type != real.type:
         if real.type == "cpu":
             raise Wrong(f"This machine has no accelerator, yet {_hard_coded(got, 'cpu')}")
         raise Wrong(f"This machine has a {real.type} accelerator, but your function returned `{got}`. "
@@ -158,7 +165,7 @@ def _grade_pick_device(answer: Any) -> str:
 
     # 2. an accelerator that is not CUDA (reported as the data-less `meta` device)
     where = "when PyTorch reports an accelerator that is not CUDA (the check shows it as `meta`)"
-    with simulated_accelerator() as fake:
+    with simulated_accelerator(answer=fn) as fake:
         got = _expect_device(_picked(fn, where), where)
     if got.type == "cpu":
         raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (the check "
@@ -171,10 +178,12 @@ def _grade_pick_device(answer: Any) -> str:
                     f"your function returned `{got}`. It hard-codes a backend, or tests backends one by one "
                     "(`torch.cuda`, `torch.backends.mps`, ...) and so misses the others: ask "
                     "`torch.accelerator.current_accelerator()` instead.")
+    if unchecked is not None:
+        raise unchecked
 
     # 3. no accelerator, on a PyTorch build that supports CUDA (like a GPU-less cloud machine)
     where = "on a machine without an accelerator (simulated, with a CUDA build of PyTorch)"
-    with simulated_no_accelerator():
+    with simulated_no_accelerator(answer=fn):
         got = _expect_device(_picked(fn, where), where)
     if got.type != "cpu":
         raise Wrong(f"On a machine without an accelerator (simulated, with a CUDA build of PyTorch) your "

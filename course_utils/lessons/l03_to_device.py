@@ -6,6 +6,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from .. import device as _device
 from ..exercises import grader
 from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, random_tensor,
                        safe_repr, same_values)
@@ -327,7 +328,7 @@ def _grade_to_device(answer: Any) -> str:
     checked = 0
     for target, norm in targets:
         for case in cases:
-            if norm.type == "mps" and any(t.dtype == torch.float64 for t in _tensors(case)):
+            if not all(_device.supports_dtype(norm, t.dtype) for t in _tensors(case)):
                 continue  # MPS has no float64
             shown = _show(case)
             snap = _snapshot(case)

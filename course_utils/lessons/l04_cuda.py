@@ -140,8 +140,10 @@ def _grade_to_accelerator(answer: Any) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
 
     # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
-    with simulated_accelerator() as fake:
+    with simulated_accelerator(answer=fn) as fake:
         for t in cases:
+            if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
+                continue
             try:
                 got = call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
             except Crashed as e:
@@ -170,35 +172,10 @@ def _grade_to_accelerator(answer: Any) -> str:
                     + _index_zero_note(fn))
             _same_meta(t, got)
 
-    # 2. No accelerator: the very same object comes back.
-    with simulated_no_accelerator(build=None):
-        for t in cases[:6] + cases[-2:]:
-            try:
-                got = call(fn, t, context=f"a {describe(t)} with no accelerator")
-            except Crashed as e:
-                if _asks_for_cuda(e.error):
-                    raise Wrong(
-                        "With no accelerator, your function still asked for CUDA and failed with "
-                        f"{safe_repr(_error_text(e.error), 160)}. Check `torch.accelerator.is_available()` "
-                        "first, and return `t` unchanged when it is False.") from None
-                if isinstance(e.error, AttributeError) and "NoneType" in _error_text(e.error):
-                    raise Wrong(
-                        "With no accelerator your function failed with "
-                        f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
-                        "returns None when there is none. Check `torch.accelerator.is_available()` first, "
-                        "and return `t` itself when it is False.") from None
-                raise
-            if got is t:
-                continue
-            got = expect_tensor(got, f"With no accelerator, for a {describe(t)}, your result")
-            if got.device != t.device:
-                raise Wrong(f"With no accelerator, your function moved a {describe(t)} to `{got.device}`. "
-                            "When `torch.accelerator.is_available()` is False, return `t` itself.")
-            raise Wrong(
-                f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
-                "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
-                "for the same object: a copy costs memory and time and breaks code that expects "
-                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.")
+    # 2. No accelerator, on a CPU-only build and on a CUDA build without a GPU (where
+    #    `current_accelerator()` still says `cuda`): the very same object comes back.
+    for build in (None, "cuda"):
+        _check_without_accelerator(fn, cases[:6] + cases[-2:], build)
 
     # 3. A real accelerator, if there is one: the *current* device, with the values intact.
     acc = _device.accelerator()
@@ -227,12 +204,48 @@ def _grade_to_accelerator(answer: Any) -> str:
                         raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
                                     f"tensor on `{got.device}`.")
                     _same_meta(t, got)
-                    if not same_values(got.cpu(), t):
+                    if got.device.type != "meta" and not same_values(got.cpu(), t):
                         raise Wrong(f"For a {describe(t)} your result holds different values: moving must "
                                     "not change them.")
         checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
     return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
             f"object when there was none{checked_real}.")
+
+
+def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], build: str | None) -> None:
+    """Step 2 of 04.to_accelerator: with no usable accelerator, ``t`` itself comes back."""
+    machine = "a CUDA build of PyTorch without a GPU" if build else "a CPU-only build of PyTorch"
+    with simulated_no_accelerator(build=build, answer=fn):
+        for t in cases:
+            try:
+                got = call(fn, t, context=f"a {describe(t)} with no accelerator ({machine})")
+            except Crashed as e:
+                if _asks_for_cuda(e.error):
+                    why = (" There `torch.accelerator.current_accelerator()` still names `cuda`: it names the "
+                           "accelerator PyTorch was built for, usable or not." if build else "")
+                    raise Wrong(
+                        f"With no accelerator ({machine}, simulated), your function still asked for CUDA and "
+                        f"failed with {safe_repr(_error_text(e.error), 160)}.{why} Check "
+                        "`torch.accelerator.is_available()` first, and return `t` unchanged when it is False."
+                    ) from None
+                if isinstance(e.error, AttributeError) and "NoneType" in _error_text(e.error):
+                    raise Wrong(
+                        "With no accelerator your function failed with "
+                        f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
+                        "returns None when there is none. Check `torch.accelerator.is_available()` first, "
+                        "and return `t` itself when it is False.") from None
+                raise
+            if got is t:
+                continue
+            got = expect_tensor(got, f"With no accelerator, for a {describe(t)}, your result")
+            if got.device != t.device:
+                raise Wrong(f"With no accelerator, your function moved a {describe(t)} to `{got.device}`. "
+                            "When `torch.accelerator.is_available()` is False, return `t` itself.")
+            raise Wrong(
+                f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
+                "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
+                "for the same object: a copy costs memory and time and breaks code that expects "
+                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.")
 
 
 def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
@@ -261,7 +274,9 @@ def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
     cases = []
     for i, shape in enumerate(_MASK_SHAPES):
         for j, device in enumerate(devices):
-            cases.append(random_tensor(shape, _MASK_DTYPES[(i + j) % len(_MASK_DTYPES)], gen, device))
+            dtype = _MASK_DTYPES[(i + j) % len(_MASK_DTYPES)]
+            if _device.supports_dtype(device, dtype):  # no float64 on MPS
+                cases.append(random_tensor(shape, dtype, gen, device))
     return cases
 
 
@@ -281,7 +296,7 @@ def _grade_mask_future(answer: Any) -> str:
     real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
     # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
     # accelerator" instead of following them is caught even on a CPU-only machine.
-    with simulated_accelerator():
+    with simulated_accelerator(answer=fn):
         for t in local:
             _check_mask_case(fn, t)
     checked = 0
@@ -303,7 +318,7 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
         got = call(fn, t, context=f"scores that are a {describe(t)}")
     except Crashed as e:
         text = _error_text(e.error)
-        if "expected device" in text or "same device" in text:
+        if "expected device" in text or "same device" in text or "expected on" in text:
             raise Wrong(
                 f"For scores that are a {describe(t)}, your mask and the scores ended up on different "
                 f"devices: {safe_repr(text, 160)}. `torch.ones(n, n)` alone is made on the default device "

@@ -227,13 +227,21 @@ def _names(devices: set) -> str:
     return " and ".join(sorted(str(d) for d in devices)) or "nowhere"
 
 
+def _named(device: torch.device, message: str) -> bool:
+    """Whether ``message`` names ``device`` as it prints (`cuda:0`) or as its repr shows it
+    (`device(type='cuda', index=0)`, what formatting a set or list of devices gives)."""
+    return str(device) in message or repr(device) in message
+
+
 @grader("05.model_device", reference=model_device, title="Where does this model live?", hints=(
     "A module has no `.device`, but every parameter and every buffer has one. Collect them all, from "
     "`module.parameters()` and `module.buffers()` (both include the submodules').",
     "Put the devices in a set. An empty set means the module holds no tensors: return None. More than one "
-    "device: raise ValueError and put the devices in the message. Exactly one: return it.",
+    "device: raise ValueError and name the devices in the message as they print (`str(d)`: `cuda:0`, `cpu`). "
+    "Exactly one: return it.",
     "`devices = {p.device for p in module.parameters()} | {b.device for b in module.buffers()}`; then "
-    "`if not devices: return None`, `if len(devices) > 1: raise ValueError(f'spread over {devices}')`, "
+    "`if not devices: return None`, "
+    "`if len(devices) > 1: raise ValueError('spread over ' + ', '.join(sorted(str(d) for d in devices)))`, "
     "`return devices.pop()`.",
 ))
 def _grade_model_device(answer: Any) -> str:
@@ -314,8 +322,7 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
                         f"{safe_repr(str(err), 120)}. Raise ValueError, so that callers can catch this case "
                         "by its type.") from None
         message = str(err)
-        missing = [str(d) for d in sorted(found, key=str) if str(d) not in message]
-        if missing:
+        if not all(_named(d, message) for d in found):
             raise Wrong(f"For {what} you raised ValueError, good, but its message {safe_repr(message, 120)} "
                         f"does not name the devices: it should mention {names}, so whoever reads the error "
                         "knows where the tensors are.") from None

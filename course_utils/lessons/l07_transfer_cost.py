@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import torch
 
+from .. import device as _device
 from .. import transfer
 from ..exercises import grader
 from ..grading import (Crashed, TimeLimit, Wrong, call, devices_to_test, expect_callable, expect_tensor,
@@ -408,6 +409,24 @@ def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Ten
                     f"`{device}`. Add the batches up on the device, with tensor operations.")
 
 
+def _check_values(fn: Callable, devices: list[torch.device], gen: torch.Generator) -> None:
+    """The learner's sums against the reference's, for every value case the device supports."""
+    for dev in devices:
+        for count, shape, dtype in _VALUE_CASES:
+            if not _device.supports_dtype(dev, dtype):  # no float64 on MPS
+                continue
+            batches = _make_batches(count, shape, dtype, gen)
+            originals, saved = list(batches), [b.clone() for b in batches]
+            label = _label(batches, dev)
+            want = sum_batches([b.clone() for b in batches], dev)
+            got = call(fn, batches, dev, context=label)
+            _check_inputs_untouched(batches, originals, saved, label)
+            got = _check_result(got, want, originals, dev, label)
+            if not _values_match(got, want):
+                raise Wrong(f"With {label}, the values are wrong: expected {_preview(want)}, got "
+                            f"{_preview(got)}." + _diagnose_values(got, want, originals))
+
+
 @grader("07.sum_batches", reference=sum_batches, title="Move once, add on the device", hints=(
     "Moving each batch separately pays the latency once per batch. How can you put all the batches "
     "into a single tensor while they are still on the CPU?",
@@ -424,21 +443,11 @@ def _grade_sum_batches(answer: Any) -> str:
     value_devices = [d for d in devices if d.type != "meta"]      # where values can be read
     count_devices = [d for d in devices if d.type != "cpu"]       # where copies can be counted
 
-    # 1. values, on the CPU (and the accelerator)
-    for dev in value_devices:
-        for count, shape, dtype in _VALUE_CASES:
-            batches = _make_batches(count, shape, dtype, gen)
-            originals, saved = list(batches), [b.clone() for b in batches]
-            label = _label(batches, dev)
-            want = sum_batches([b.clone() for b in batches], dev)
-            got = call(fn, batches, dev, context=label)
-            _check_inputs_untouched(batches, originals, saved, label)
-            got = _check_result(got, want, originals, dev, label)
-            if not _values_match(got, want):
-                raise Wrong(f"With {label}, the values are wrong: expected {_preview(want)}, got "
-                            f"{_preview(got)}." + _diagnose_values(got, want, originals))
-
-    # 2. copies and where the adding ran, on meta (and the accelerator)
+    # 1. values on the CPU; 2. copies and where the adding ran, on meta (and the accelerator);
+    # 3. values on the accelerator. Counting before reading accelerator values means an answer
+    # that never moves the batches is told so, not that its result came back to the CPU.
+    cpu_devices = [d for d in value_devices if d.type == "cpu"]
+    _check_values(fn, cpu_devices, gen)
     for dev in count_devices:
         for count, shape, dtype in _COUNT_CASES:
             batches = _make_batches(count, shape, dtype, gen)
@@ -448,6 +457,7 @@ def _grade_sum_batches(answer: Any) -> str:
             _check_counts(got, seen, originals, dev, label)
             _check_inputs_untouched(batches, originals, saved, label)
             _check_result(got, torch.empty(shape, dtype=dtype, device="meta"), originals, dev, label)
+    _check_values(fn, [d for d in value_devices if d.type != "cpu"], gen)
 
     where = ", ".join(str(d) for d in value_devices)
     counted = ", ".join(str(d) for d in count_devices)

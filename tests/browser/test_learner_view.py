@@ -74,9 +74,14 @@ def run_all_and_save(page, server, path):
     before = path.stat().st_mtime_ns
     menu(page, "File", "Save Notebook")
     deadline = time.time() + 30
-    while path.stat().st_mtime_ns == before and time.time() < deadline:
+    while time.time() < deadline:   # the server writes the file in place: wait for a whole notebook
+        if path.stat().st_mtime_ns != before:
+            try:
+                return load(path)
+            except ValueError:       # caught mid-write (empty or partial JSON)
+                pass
         time.sleep(0.2)
-    return load(path)
+    raise AssertionError(f"{path.name} was not saved within 30 s")
 
 
 def problems_in(nb, page_text):
