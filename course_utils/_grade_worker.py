@@ -6,12 +6,20 @@ import lazily during the first checks (3-5 s per process). :func:`serve` then fo
 per run from that pristine state; a child never comes from another submission's process.
 
 Per run, the grader passes three pipes: the job (read by the child), the channel (the child's
-signed messages, one JSON line each) and the status (the server writes ``pid N``, then
-``exit N`` or ``signal N`` once it has reaped the child). The learner's prints go to ``/dev/null``.
+signed messages, one JSON line each) and the status (the run's supervisor, forked by the server,
+writes ``session S W`` (its pid and the worker's), then ``exit N`` or ``signal N`` once it has reaped
+the worker). The learner's prints go to ``/dev/null``.
+
+A run (:func:`main`) grades the way the notebook runs: answer cells in notebook order, read as
+IPython reads them, each exercise checked right after its last answer cell, in PyTorch's pristine
+global state (:mod:`course_utils._grade_integrity`), with the integrity of the course and of PyTorch
+verified after every cell and every check. Whatever the learner's code raises (``KeyboardInterrupt``
+and hostile ``__str__`` included) costs only its own exercise.
 """
 from __future__ import annotations
 
 import builtins
+import gc
 import importlib
 import json
 import math
@@ -21,7 +29,6 @@ import resource
 import select
 import signal
 import socket
-import sys
 import tempfile
 import types
 import warnings
@@ -37,6 +44,9 @@ from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
 from course_utils import exercises  # noqa: E402
+from course_utils._grade_integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
+                                           prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
+                                           type_name, verify)
 from course_utils.grade import sign, strip_magics  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
@@ -50,133 +60,91 @@ exercises.exercise_ids()  # register every lesson's exercises once, in the fork 
 for _module in pkgutil.walk_packages(course_utils.__path__, "course_utils."):
     if not _module.name.endswith("__main__"):  # every course module, so all of them are snapshotted
         importlib.import_module(_module.name)
-for _lazy in ("torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
-    # Checks on `meta` tensors import these (sympy, dynamo...) on first use: 3-5 s per submission.
+for _lazy in ("torch._dynamo", "torch.fx.experimental.symbolic_shapes", "IPython.core.inputtransformer2"):
+    # Checks on `meta` tensors import these (sympy, dynamo...) on first use: 3-5 s per submission;
+    # answer cells with magics need IPython's input transformer.
     try:
         __import__(_lazy)
     except Exception:  # pragma: no cover - only a speed-up
         pass
+prepare_pytorch()
 
-#: Module globals that course code itself rebinds when a learner legitimately calls it.
-_MUTABLE_STATE = frozenset({"course_utils.mismatch._REGISTERED"})
-#: Caches Python itself adds to modules and classes (warnings, pickling).
-_CACHES = frozenset({"__warningregistry__", "__slotnames__"})
-#: Modules whose functions, classes and submodules must not change (data attributes may).
-_WATCHED_MODULES = ("builtins", "torch", "torch.nn", "torch.nn.functional", "torch.accelerator",
-                    "torch.cuda", "torch.testing", "inspect", "contextlib", "io", "reprlib", "signal",
-                    "json", "json.encoder", "hmac", "hashlib", "os")
-#: Classes whose attributes must not change, be added or be removed.
-_WATCHED_CLASSES = {"torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
-                    "torch.nn.Module": nn.Module, "torch.nn.Parameter": nn.Parameter}
+#: Cell magics whose body IPython runs as ordinary code in the notebook's namespace.
+_BODY_MAGICS = frozenset({"time", "capture"})
 _MISSING = object()
 
-
-class Snapshot:
-    """What must not change while learner code runs: objects compared by identity, and key sets."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, Any] = {}   # dotted name -> the object (kept alive: ids never reused)
-        self.keys: dict[str, frozenset] = {}  # namespaces where additions count as changes too
-
-    def add_namespace(self, prefix: str, namespace: dict, *, strict: bool) -> None:
-        """Record ``namespace`` (a module's or class's ``__dict__``); ``strict`` records data too."""
-        names = [n for n in namespace if n not in _CACHES and f"{prefix}.{n}" not in _MUTABLE_STATE]
-        if strict:  # a submodule imported later appears in its package: not a change
-            self.keys[prefix] = frozenset(n for n in names if type(namespace[n]) is not types.ModuleType)
-        for name in names:
-            value = namespace[name]
-            if strict or callable(value) or isinstance(value, types.ModuleType):
-                self.add(f"{prefix}.{name}", value)
-
-    def add(self, name: str, value: Any) -> None:
-        """Record one object and, for a Python function, its code and defaults."""
-        self.objects[name] = value
-        if type(value) is types.FunctionType:
-            self.objects[f"{name}.__code__"] = value.__code__
-            self.objects[f"{name}.__defaults__"] = value.__defaults__
-            self.objects[f"{name}.__kwdefaults__"] = value.__kwdefaults__
+__all__ = ["Snapshot", "take_snapshot", "changes", "verify", "run_cell", "check_answer", "main", "serve"]
 
 
-def take_snapshot() -> Snapshot:
-    """Record the course package (everything), the exercise registry, and the parts of PyTorch and
-    the standard library that checks rely on (functions, classes and modules)."""
-    snap = Snapshot()
-    for name, module in sorted(sys.modules.items()):
-        if name != "course_utils" and not name.startswith("course_utils."):
-            continue
-        snap.add(f"sys.modules[{name!r}]", module)
-        snap.add_namespace(name, vars(module), strict=True)
-        for attr, value in list(vars(module).items()):
-            if isinstance(value, type) and value.__module__ == name:  # classes defined there
-                snap.add_namespace(f"{name}.{attr}", dict(vars(value)), strict=True)
-    for ex_id, ex in sorted(exercises._REGISTRY.items()):
-        snap.add(f"exercise {ex_id}", ex)
-        for field in ("grade", "reference", "points", "title", "hints"):
-            snap.add(f"exercise {ex_id}.{field}", getattr(ex, field))
-    snap.keys["exercise registry"] = frozenset(exercises._REGISTRY)
-    for name in _WATCHED_MODULES:
-        if name in sys.modules:
-            snap.add(f"sys.modules[{name!r}]", sys.modules[name])
-            snap.add_namespace(name, vars(sys.modules[name]), strict=False)
-    for name, cls in _WATCHED_CLASSES.items():
-        snap.add_namespace(name, dict(vars(cls)), strict=True)
-    return snap
+class _NoIPython:
+    """``get_ipython()`` while grading: magics, shell commands (``!cmd``) and help (``x?``) do nothing
+    and return ``None`` (``files = !ls`` gives ``[]``); ``%%time`` and ``%%capture`` run their body.
+
+    Args:
+        run_body: runs a cell magic's body as answer-cell code.
+    """
+
+    def __init__(self, run_body: Callable[[str], None]) -> None:
+        self._run_body = run_body
+
+    def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> None:
+        """``%name line``: nothing."""
+
+    def run_cell_magic(self, name: str, line: str, cell: str) -> None:
+        """``%%name line`` over ``cell``: the body runs for :data:`_BODY_MAGICS`, else nothing."""
+        if name in _BODY_MAGICS:
+            self._run_body(cell)
+
+    def system(self, cmd: str) -> None:
+        """``!cmd``: nothing."""
+
+    def getoutput(self, cmd: str, split: bool = True, depth: int = 0) -> list[str]:
+        """``x = !cmd``: no output."""
+        return []
 
 
-def changes(snap: Snapshot) -> list[str]:
-    """Names of what changed since ``snap`` was taken (sorted; empty when nothing did)."""
-    try:
-        now = take_snapshot()
-    except BaseException as e:  # e.g. a patched builtin that the snapshot itself uses
-        return [f"Python's builtins or the grader itself (checking them failed with {type(e).__name__})"]
-    changed = {name for name, obj in snap.objects.items() if now.objects.get(name, _MISSING) is not obj}
-    for prefix, keys in snap.keys.items():
-        changed.update(f"{prefix}.{n}" if prefix != "exercise registry" else f"exercise {n}"
-                       for n in now.keys.get(prefix, frozenset()) ^ keys)
-    # "course_utils.check.__code__" is reported as "course_utils.check"; a replaced class or
-    # registry entry is reported once, not with each of its attributes
-    names = {n.rsplit(".", 1)[0] if n.endswith(("__code__", "__defaults__", "__kwdefaults__")) else n
-             for n in changed}
-    return sorted(n for n in names if not any(n.startswith(other + ".") for other in names))
-
-
-def _compile(source: str, filename: str) -> types.CodeType:
-    try:
-        return compile(source, filename, "exec", dont_inherit=True)
-    except SyntaxError:
-        try:
-            return compile(strip_magics(source), filename, "exec", dont_inherit=True)
-        except SyntaxError:
-            pass
-        raise
+def _compile(source: str, filename: str, guard: ReferenceGuard) -> types.CodeType:
+    """Compile an answer cell as IPython would run it (:func:`course_utils.grade.strip_magics`), and
+    record its code as the learner's own (see :meth:`ReferenceGuard.answer_code`)."""
+    code = compile(strip_magics(source), filename, "exec", dont_inherit=True)
+    guard.answer_code(code)
+    return code
 
 
 def _is_memory_error(e: BaseException) -> bool:
+    if issubclass(type(e), MemoryError):
+        return True
     text = _text(e).lower()
-    return isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and (
-        "can't allocate memory" in text or "out of memory" in text or "not enough memory" in text))
+    return issubclass(type(e), RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text or "not enough memory" in text)
 
 
 def _text(e: BaseException) -> str:
+    """``str(e)``, or ``""`` when that fails (a hostile ``__str__``, ``KeyboardInterrupt`` included)."""
     try:
-        return str(e)
-    except BaseException:  # a hostile __str__
+        text = str(e)
+        return text if type(text) is str else ""
+    except BaseException:
         return ""
 
 
 def _line(e: BaseException, filename: str) -> str:
     """`` on line N`` of the answer cell where ``e`` was raised, or ``""``."""
-    if isinstance(e, SyntaxError) and e.filename == filename and e.lineno:
-        return f" on line {e.lineno}"
-    tb, line = e.__traceback__, 0
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
+    try:
+        if issubclass(type(e), SyntaxError) and e.filename == filename and e.lineno:
+            return f" on line {int(e.lineno)}"
+        tb, line = BaseException.__traceback__.__get__(e), 0
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+    except BaseException:  # a hostile exception
+        return ""
     return f" on line {line}" if line else ""
 
 
-def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory_mb: int) -> dict | None:
+def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory_mb: int,
+             guard: ReferenceGuard) -> dict | None:
     """Execute one answer cell in ``namespace`` within ``seconds``.
 
     Returns:
@@ -185,10 +153,12 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
         ``"memory"`` (the exercise scores 0).
     """
     try:
-        code = _compile(source, filename)
+        code = _compile(source, filename, guard)
     except SyntaxError as e:
         return {"kind": "syntax", "message": f"Your answer cell has a syntax error{_line(e, filename)}: "
                                              f"{safe_repr(e.msg, 200)}."}
+    ipython = _NoIPython(lambda body: exec(_compile(body, filename, guard), namespace))
+    namespace["get_ipython"] = lambda: ipython  # what IPython's transformer turns magics into
     before = set(namespace)
     try:
         with exercises._time_limit(seconds):
@@ -196,29 +166,32 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
     except TimeLimit:
         return {"kind": "timeout", "message": f"Your answer cell did not finish within {seconds:g} s and was "
                                               "stopped. Look for a loop that never ends outside your function."}
-    except BaseException as e:  # anything the learner's code raises, SystemExit included
+    except BaseException as e:  # anything the learner's code raises, SystemExit and KeyboardInterrupt included
         if _is_memory_error(e):
-            for name in set(namespace) - before:  # drop what the cell built, to get the memory back
-                del namespace[name]
+            _forget(namespace, before)
             return {"kind": "memory", "message": f"Your answer cell ran out of memory (the limit is "
                                                  f"{memory_mb} MB) and was stopped."}
-        message = "called sys.exit()" if isinstance(e, SystemExit) else \
-            f"raised {type(e).__name__}{_line(e, filename)}: {safe_repr(_text(e), 200)}"
+        message = "called sys.exit()" if issubclass(type(e), SystemExit) else \
+            f"raised {type_name(e)}{_line(e, filename)}: {safe_repr(_text(e), 200)}"
         return {"kind": "exception", "message": f"Your answer cell {message}."}
     return None
 
 
-def _is_reference(answer: Any, reference: Callable) -> bool:
-    """True when ``answer`` is the course's reference solution itself, not the learner's code."""
-    if answer is reference:
-        return True
-    if isinstance(reference, type):
-        return isinstance(answer, type) and issubclass(answer, reference)
-    return getattr(answer, "__code__", None) is getattr(reference, "__code__", _MISSING)
+def _forget(namespace: dict, before: set) -> None:
+    """Drop the names a cell added to ``namespace`` (to get its memory back)."""
+    for name in set(namespace) - before:
+        del namespace[name]
+    gc.collect()
 
 
-def check_answer(ex_id: str, namespace: dict, cell_error: dict | None) -> dict:
-    """Check what the answer cells defined for ``ex_id``; returns ``{"status", "feedback"}``."""
+def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: ReferenceGuard,
+                 start: list[Any]) -> dict:
+    """Check what the answer cells defined for ``ex_id``; returns ``{"status", "feedback"}``.
+
+    The check runs in PyTorch's state ``start`` (:func:`course_utils._grade_integrity.pristine_torch`).
+    Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
+    hostile ``__str__``), fails this exercise only.
+    """
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error["kind"] in ("timeout", "memory"):
         return {"status": FAILED, "feedback": cell_error["message"]}
@@ -227,19 +200,39 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None) -> dict:
         prefix = cell_error["message"] + " " if cell_error else "Your answer cell does not define "
         return {"status": FAILED, "feedback": prefix + (f"`{ex.name}` is not defined." if cell_error
                                                         else f"`{ex.name}`.")}
-    if _is_reference(answer, ex.reference):
-        return {"status": FAILED, "feedback": f"`{ex.name}` is the course's reference solution, imported from "
-                                              "course_utils, not your own code."}
-    result = exercises.check(ex_id, answer)
-    feedback = result.feedback
+    uses_reference = {"status": FAILED, "feedback": f"`{ex.name}` uses a course reference solution (your code calls "
+                                                    "one, or runs a copy of its code): write your own code."}
+    if guard.is_reference(answer):
+        return {"status": FAILED, "feedback": f"`{ex.name}` is a course reference solution (imported, wrapped or "
+                                              "copied from course_utils), not your own code."}
+    if ex_id in guard.flagged:  # its answer cell ran a copy of a reference
+        return uses_reference
+    try:
+        with pristine_torch(start), guard.running(ex_id, checking=True):
+            result = exercises.check(ex_id, answer)
+        status, feedback = str(result.status), str(result.feedback)
+    except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
+        return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
+                                              "which ended the check. Make sure it returns normally."}
+    if ex_id in guard.flagged:
+        return uses_reference
     if cell_error:
         feedback += f" (Note: {cell_error['message'][0].lower()}{cell_error['message'][1:]})"
-    return {"status": result.status, "feedback": feedback}
+    return {"status": status, "feedback": feedback}
 
 
 def _isolate(memory_mb: int) -> None:
-    """Own process group (the grader kills it whole), memory limit, learner output to /dev/null."""
-    os.setsid()
+    """Own process group (the grader kills it whole), memory limit, learner output to /dev/null,
+    and the run's own temporary folder (the grader removes it after the run)."""
+    from course_utils import _grade_processes as procs
+
+    # A group of its own inside its supervisor's session (see _child): `os.killpg(0, ...)` in an
+    # answer reaches the learner's processes, not the supervisor.
+    os.setpgid(0, 0)
+    procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with its supervisor
+    procs.prctl(procs.PR_SET_DUMPABLE, 1)  # the supervisor is not; the grader reads this one's memory
+    tmp = os.environ.pop("COURSE_GRADE_TMP", "") or tempfile.mkdtemp(prefix="course-grade-")
+    os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the learner's temporary files go there too
     # RLIMIT_DATA, not RLIMIT_AS: it caps what the process can actually allocate (heap and private
     # mappings) but not reserved address space, which CUDA reserves by the tens of GB. The limit is
     # counted on top of what PyTorch already holds, which differs by build (CUDA builds hold more).
@@ -253,7 +246,7 @@ def _isolate(memory_mb: int) -> None:
         os.dup2(devnull, fd)
     os.close(devnull)
     # A learner's cu.exercise()/cu.quiz() must not write the grader's own progress file.
-    os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="course-grade-"), "progress.json")
+    os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tmp, "progress.json")
     torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
 
 
@@ -292,8 +285,10 @@ def main(channel: int, key: bytes, job: dict) -> None:
         job: ``cells`` (``[index, exercise id, source]`` in notebook order), ``check`` (exercise ids),
             ``cell_timeout``, ``check_timeout`` (seconds) and ``memory_mb``.
 
-    Messages, in order: ``ready``; per cell ``stage`` then ``cell``; per exercise ``stage`` then
-    ``result``; ``done``. ``tampered`` (with what changed) ends the run early, as does ``error``.
+    The cells run in order; each exercise of ``check`` is checked right after its last cell (one
+    without cells, at the end). Messages, in order: ``ready``; per cell ``stage`` then ``cell``, and
+    after an exercise's last cell ``stage`` then ``result``; ``done``. ``tampered`` (with what
+    changed) ends the run early, as does ``error`` (with the stage it happened in still current).
     """
     write = os.write  # local references: learner code cannot rebind these (rebinding globals is detected)
 
@@ -302,66 +297,144 @@ def main(channel: int, key: bytes, job: dict) -> None:
         while data:
             data = data[write(channel, data):]
 
-    verify, signed, killpg = changes, sign, os.killpg
+    signed, killpg, look = sign, os.killpg, verify
     try:
         _isolate(job["memory_mb"])
         exercises.TIME_LIMIT = job["check_timeout"]
         namespace = _namespace()
+        guard = ReferenceGuard(namespace)
+        guard.install()
+        start = torch_settings()
         snap = take_snapshot()
         send(signed(key, {"t": "ready"}))
-        cell_errors: dict[str, dict] = {}
-        for index, ex_id, source in job["cells"]:
-            send(signed(key, {"t": "stage", "stage": "cell", "index": index, "exercise": ex_id}))
-            error = run_cell(source, f"<answer cell {ex_id}>", namespace, job["cell_timeout"], job["memory_mb"])
-            changed = verify(snap)
+
+        def intact(free: Callable[[], None] = lambda: None) -> None:
+            changed = look(snap, free)
             if changed:
                 send(signed(key, {"t": "tampered", "changed": changed}))
                 os._exit(0)
-            if error and ex_id not in cell_errors:
+
+        def check(ex_id: str) -> None:
+            send(signed(key, {"t": "stage", "stage": "check", "exercise": ex_id}))
+            outcome = check_answer(ex_id, namespace, cell_errors.get(ex_id), guard, start)
+            intact()  # before sending: a check run under patched code proves nothing
+            send(signed(key, {"t": "result", "exercise": ex_id, **outcome}))
+
+        cells = [tuple(c) for c in job["cells"]]
+        to_check = list(job["check"])
+        last = {ex_id: position for position, (_, ex_id, _) in enumerate(cells)}
+        cell_errors: dict[str, dict] = {}
+        for position, (index, ex_id, source) in enumerate(cells):
+            send(signed(key, {"t": "stage", "stage": "cell", "index": index, "exercise": ex_id}))
+            before = set(namespace)
+            with guard.running(ex_id, checking=False):
+                error = run_cell(source, f"<answer cell {ex_id}>", namespace, job["cell_timeout"],
+                                 job["memory_mb"], guard)
+            freed: list[bool] = []
+            intact(lambda before=before, freed=freed: (_forget(namespace, before), freed.append(True)))
+            if freed:  # it left so much memory in use that checking needed it back
+                error = {"kind": "memory", "message": f"Your answer cell left so much memory in use (the limit "
+                                                      f"is {job['memory_mb']} MB) that it could not be graded."}
+            if error and (ex_id not in cell_errors or error["kind"] in ("timeout", "memory")):
                 cell_errors[ex_id] = error
             send(signed(key, {"t": "cell", "index": index, "exercise": ex_id, "error": error}))
-        for ex_id in job["check"]:
-            send(signed(key, {"t": "stage", "stage": "check", "exercise": ex_id}))
-            outcome = check_answer(ex_id, namespace, cell_errors.get(ex_id))
-            changed = verify(snap)  # before sending: a check run under patched code proves nothing
-            if changed:
-                send(signed(key, {"t": "tampered", "changed": changed}))
-                os._exit(0)
-            send(signed(key, {"t": "result", "exercise": ex_id, **outcome}))
+            if last[ex_id] == position and ex_id in to_check:
+                to_check.remove(ex_id)
+                check(ex_id)
+        for ex_id in to_check:  # no answer cell ran: the check says what is missing
+            check(ex_id)
         send(signed(key, {"t": "done"}))
         killpg(0, signal.SIGKILL)  # end with whatever the learner's code started (own group, see _isolate)
-    except BaseException as e:  # a bug here, not in the learner's code (that is caught above)
+    except BaseException as e:  # the grader's own limits or bugs (learner code is contained above)
         try:
-            send(signed(key, {"t": "error", "message": f"{type(e).__name__}: {safe_repr(_text(e), 200)}"}))
+            message = _text(e) if type(e) is GraderLimit else f"{type_name(e)}: {safe_repr(_text(e), 200)}"
+            send(signed(key, {"t": "error", "message": message}))
         except BaseException:
             pass
         os._exit(3)
     os._exit(0)  # skip interpreter shutdown: the learner's threads and atexit hooks do not run
 
 
-def _child(job_fd: int, channel_fd: int) -> None:
-    """In the forked child: read the job (with its key), then grade it. Never returns."""
+def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
+    """The run's supervisor, forked by :func:`serve`: it forks the worker and outlives it. Never returns.
+
+    The supervisor leads a new session and is a subreaper (``PR_SET_CHILD_SUBREAPER``), so every
+    process the learner's code starts stays in its session or, if it leaves it (a double-forked
+    daemon), is adopted by it. It reports ``session <its pid> <worker pid>`` on the status pipe, waits
+    for the worker, kills everything left below itself, then reports ``exit N`` or ``signal N``.
+
+    Learner code that stops or kills its parent (``os.getppid()``) reaches this supervisor, not the
+    fork server: the grader resumes it (``SIGCONT``), or does without its report.
+    """
+    from course_utils import _grade_processes as procs
+
     try:
-        with os.fdopen(job_fd, "rb") as f:
-            job = json.loads(f.read())
-        key = bytes.fromhex(job.pop("key"))
+        os.setsid()
+        procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
+        procs.prctl(procs.PR_SET_DUMPABLE, 0)  # learner code cannot open its pipes or ptrace it
+        worker = os.fork()
+        if worker == 0:  # the worker: read the job (with its key), then grade it
+            try:
+                os.close(status_fd)
+                # Ctrl-C is the grader's (this process has its own session): a SIGINT here can only
+                # come from learner code (os.kill, _thread.interrupt_main), which must not interrupt
+                # the grader's own code between two steps.
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                with os.fdopen(job_fd, "rb") as f:
+                    job = json.loads(f.read())
+                key = bytes.fromhex(job.pop("key"))
+                os.environ["COURSE_GRADE_TMP"] = str(job.pop("tmp", ""))  # for _isolate
+            except BaseException:
+                os._exit(4)
+            main(channel_fd, key, job)
+        os.close(job_fd)
+        os.close(channel_fd)
+        _write_status(status_fd, f"session {os.getpid()} {worker}")
+        status = procs.supervise(worker, status_fd)
+        if status is not None:
+            _write_status(status_fd, procs.describe_status(status), close=True)
     except BaseException:
-        os._exit(4)
-    main(channel_fd, key, job)
+        pass
+    os._exit(0)
 
 
 def serve(control_fd: int) -> None:
     """Fork server loop: for each request on the control socket (1 byte carrying the job, channel
-    and status pipes), fork a child that grades it; report each child's pid and end on its status
-    pipe. Returns, killing any child still running, when the grader closes the socket."""
+    and status pipes), fork a supervisor that forks the worker (:func:`_child`). Returns, killing
+    every process it started, when the grader closes the socket.
+
+    The server is a subreaper too: a learner's process whose supervisor was killed is adopted here
+    and killed. While runs are going, it resumes the grader if learner code stopped it (the grader
+    does the same for the server).
+    """
+    import time
+
+    from course_utils import _grade_processes as procs
+
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle; it then closes the socket
     warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)  # torch's idle thread
-    children: dict[int, int] = {}  # pid -> status fd
+    procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
+    procs.prctl(procs.PR_SET_DUMPABLE, 0)  # learner code cannot ptrace it to tamper with later workers
+    procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader, even while stopped
+    grader, me = os.getppid(), os.getpid()
+    supervisors: set[int] = set()
+    next_look = busy_until = 0.0
     try:
         while True:
-            readable, _, _ = select.select([control], [], [], 0.05 if children else None)
-            _reap(children)
+            now = time.monotonic()
+            timeout = 0.05 if supervisors else (1.0 if now < busy_until else None)
+            readable, _, _ = select.select([control], [], [], timeout)
+            _reap(supervisors)
+            now = time.monotonic()
+            if supervisors:
+                procs.resume_if_stopped(grader)
+                busy_until = now + 5.0
+            if now < busy_until and now >= next_look:  # adopted orphans (their supervisor was killed)
+                next_look = now + 0.25
+                table = procs.process_table()
+                procs.signal_all({p.pid for p in table.values() if p.ppid == me and p.state not in "ZX"}
+                                 - supervisors)
             if not readable:
                 continue
             message, fds, _, _ = socket.recv_fds(control, 1, 3)
@@ -371,37 +444,31 @@ def serve(control_fd: int) -> None:
                 for fd in fds:
                     os.close(fd)
                 continue
-            job_fd, channel_fd, status_fd = fds
             pid = os.fork()
             if pid == 0:
                 control.close()
-                for fd in [status_fd, *children.values()]:
-                    os.close(fd)
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                _child(job_fd, channel_fd)
-            os.close(job_fd)
-            os.close(channel_fd)
-            _write_status(status_fd, f"pid {pid}")
-            children[pid] = status_fd
+                _child(*fds)
+            supervisors.add(pid)
+            for fd in fds:
+                os.close(fd)
     finally:
-        for pid in children:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        procs.kill_until_gone(lambda: procs.below(me), reap=True)
 
 
-def _reap(children: dict[int, int]) -> None:
-    for pid in list(children):
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            end = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-                   else f"exit {os.WEXITSTATUS(status)}")
-            _write_status(children.pop(pid), end, close=True)
+def _reap(supervisors: set[int]) -> None:
+    """Wait for the server's children that have ended: supervisors, and adopted orphans."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        supervisors.discard(pid)
 
 
 def _write_status(fd: int, line: str, close: bool = False) -> None:
+    """Write one line to the grader's status pipe (and close it); a closed pipe is not an error."""
     try:
         os.write(fd, line.encode() + b"\n")
     except OSError:  # the grader stopped listening

@@ -186,15 +186,34 @@ def _torch_state_kept() -> Iterator[None]:
     """Undo what learner code may change globally: default device and dtype, grad mode, RNG."""
     import torch
 
-    device, dtype, grad = torch.get_default_device(), torch.get_default_dtype(), torch.is_grad_enabled()
+    device, dtype, grad = _default_device_set(), torch.get_default_dtype(), torch.is_grad_enabled()
     rng = torch.get_rng_state()
     try:
         yield
     finally:
-        torch.set_default_device(device)
+        if _default_device_set() is not device:
+            _restore_default_device(device)
         torch.set_default_dtype(dtype)
         torch.set_grad_enabled(grad)
         torch.set_rng_state(rng)
+
+
+def _default_device_set() -> Any:
+    """The device ``torch.set_default_device`` set in this thread, or None when none is set."""
+    import torch
+
+    context = getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
+    return None if context is None else context.device
+
+
+def _restore_default_device(device: Any) -> None:
+    """``torch.set_default_device(device)``; None clears it ("cpu" would leave a slow mode on)."""
+    import torch
+
+    torch.set_default_device(device)
+    context = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    if device is None and getattr(context, "device_context", False) is None:
+        del context.device_context  # PyTorch 2.7's get_default_device() fails on the None it leaves
 
 
 def _load_lessons() -> None:

@@ -470,7 +470,7 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
     for e in report.entries:
         if e.kind == "input" and e.status == MISMATCH:
             out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
-                       "(`Tensor.to` returns a new tensor: keep the result).")
+                       "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
     if any(e.kind == "optimizer state" and e.status in (MISMATCH, WARNING) for e in report.entries):
         out.append("Optimizer state lives where the parameters were when it was created: move the model "
                    "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "

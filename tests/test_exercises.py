@@ -9,7 +9,7 @@ import torch
 
 import course_utils as cu
 from course_utils import exercises
-from course_utils.exercises import exercise_ids, get_exercise
+from course_utils.exercises import _restore_default_device, exercise_ids, get_exercise
 
 IDS = exercise_ids()
 
@@ -118,3 +118,22 @@ def test_unknown_id_lists_known_ones():
     with pytest.raises(KeyError) as info:
         cu.check("99.nope", lambda: None)
     assert "99.nope" in str(info.value) and IDS[0] in str(info.value)
+
+
+def test_a_check_leaves_no_default_device_mode_behind():
+    """Restoring the default device with "cpu" would keep a function mode that slows every torch call."""
+    from torch.overrides import _get_current_function_mode_stack
+    before = len(_get_current_function_mode_stack())
+    cu.check("02.pick_device", get_exercise("02.pick_device").reference)
+    cu.check("01.nbytes", lambda t: torch.set_default_device("meta"))
+    assert len(_get_current_function_mode_stack()) == before
+    assert torch.get_default_device() == torch.device("cpu")
+
+
+def test_a_check_puts_back_a_default_device_the_learner_had_set():
+    torch.set_default_device("meta")
+    try:
+        cu.check("01.nbytes", lambda t: torch.set_default_device(None))
+        assert torch.get_default_device().type == "meta"
+    finally:
+        _restore_default_device(None)

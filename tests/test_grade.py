@@ -273,10 +273,10 @@ def test_claims_of_passing_are_ignored(batch, submission):
 
 
 def test_the_reference_solution_is_not_an_answer(batch):
-    sub = "subs/uses_reference.ipynb"
+    sub = "subs/uses_reference.ipynb"  # imported by name, and by a name the source does not show
     assert scores(batch, sub)["TOTAL"] == 0
-    assert "uses `course_utils.lessons.l01_tensors`" in row(batch, sub, "01.nbytes")["feedback"]
-    assert "is the course's reference solution" in row(batch, sub, "01.blank_like")["feedback"]
+    assert "is a course reference solution" in row(batch, sub, "01.nbytes")["feedback"]
+    assert "is a course reference solution" in row(batch, sub, "01.blank_like")["feedback"]
     assert "uses `sys._getframe(2).f_locals`" in row(batch, "subs/reads_frames.ipynb", "01.nbytes")["feedback"]
 
 
@@ -320,12 +320,12 @@ def test_files_that_are_not_notebooks(batch):
 
 def test_gradescope_export(batch):
     gs = batch["root"] / "gs"
-    results = json.loads((gs / "mistakes" / "results.json").read_text(encoding="utf-8"))
-    assert results["score"] == 1
+    results = json.loads((gs / "subs%2Fmistakes.ipynb" / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == 1 and results["extra_data"] == {"submission": "subs/mistakes.ipynb"}
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] == [
         ("01.blank_like", 0, 1, "failed"), ("01.nbytes", 1, 1, "passed")]
     assert "your zeros are on" in results["tests"][0]["output"]
-    for same_stem in ("subs__solved", "subs__late__solved"):  # two solved.ipynb: named after their paths
+    for same_stem in ("subs%2Fsolved.ipynb", "subs%2Flate%2Fsolved.ipynb"):  # folders: the paths, encoded
         assert (gs / same_stem / "results.json").exists()
 
 
@@ -367,9 +367,9 @@ def test_forged_messages_are_rejected():
 
 
 @pytest.mark.parametrize("code, found", [
-    ("from course_utils.exercises import get_exercise\n", "course_utils.exercises"),
-    ("x = cu.exercises.get_exercise('01.nbytes').reference\n",
-     "cu.exercises.get_exercise('01.nbytes').reference"),
+    # the reference solutions are recognised by what an answer is and calls (tests/test_grade_worker.py)
+    ("from course_utils.exercises import get_exercise\n", None),
+    ("x = cu.exercises.get_exercise('01.nbytes').reference\n", None),
     ("import inspect\ndef f():\n    return inspect.stack()\n", "inspect.stack"),
     ("def nbytes(t):\n    return t.numel() * t.element_size()\n%timeit nbytes(x)\n", None),
     ("def f(x):\n    return torch.stack([x, x])\n", None),

@@ -58,3 +58,20 @@ def test_blank_like_is_checked_on_the_accelerator():
         return torch.zeros_like(t)
     assert cu.check("01.blank_like", spy).passed
     assert cu.accelerator().type in seen
+
+
+# --- only plain values count ---------------------------------------------------------------------
+
+from hostile_values import AlwaysEqualInt  # noqa: E402
+
+
+def test_nbytes_refuses_an_int_subclass_whose_comparisons_lie():
+    result = cu.check("01.nbytes", lambda t: AlwaysEqualInt(0))
+    assert not result.passed and "not a plain Python int" in result.feedback and "`int(...)`" in result.feedback, \
+        result.feedback
+
+
+def test_nbytes_tells_a_numpy_integer_to_convert():
+    np = pytest.importorskip("numpy")
+    result = cu.check("01.nbytes", lambda t: np.int64(t.numel() * t.element_size()))
+    assert not result.passed and "`int64`" in result.feedback and "`int(...)`" in result.feedback, result.feedback

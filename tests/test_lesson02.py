@@ -264,3 +264,56 @@ def test_names_imported_from_torch_accelerator_are_simulated_too(monkeypatch):
     result = cu.check("02.pick_device", namespace["pick_device"])
     assert result.passed, result.feedback
     assert namespace["is_available"] is torch.accelerator.is_available   # put back afterwards
+
+
+# --- only plain values count; a list of backends is told what the simulation is -----------------
+
+from hostile_values import AlwaysEqualInt  # noqa: E402
+
+
+def test_matmul_flops_refuses_an_int_subclass_whose_comparisons_lie():
+    result = cu.check("02.matmul_flops", lambda n: AlwaysEqualInt(0))
+    assert not result.passed and "not a plain Python int" in result.feedback and "`int(...)`" in result.feedback, \
+        result.feedback
+
+
+def three_backends():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    elif torch.backends.mps.is_available():
+        return torch.device("mps")
+    elif torch.xpu.is_available():
+        return torch.device("xpu")
+    return torch.device("cpu")
+
+
+def test_pick_device_with_cuda_mps_and_xpu_is_not_told_it_misses_mps_and_xpu():
+    result = cu.check("02.pick_device", three_backends)
+    assert not result.passed, result.feedback
+    assert "misses Apple's MPS" not in result.feedback and "Intel's XPU" not in result.feedback
+    for said in ("`torch.cuda`, `torch.backends.mps`, `torch.xpu`", "none of CUDA, MPS or XPU",
+                 "fixed list of backends", "torch.accelerator.is_available()",
+                 "torch.accelerator.current_accelerator()"):
+        assert said in result.feedback, result.feedback
+
+
+def test_pick_device_backend_list_feedback_on_a_cuda_machine_too(monkeypatch):
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    result = cu.check("02.pick_device", three_backends)
+    assert not result.passed and "none of CUDA, MPS or XPU" in result.feedback, result.feedback
+
+
+def test_pick_device_notices_backend_checks_imported_by_name(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    namespace = {}
+    exec("from torch.backends.mps import is_available as mps_available\n"
+         "import torch\n"
+         "def pick_device():\n"
+         "    if torch.cuda.is_available():\n"
+         "        return torch.device('cuda')\n"
+         "    return torch.device('mps') if mps_available() else torch.device('cpu')\n", namespace)
+    result = cu.check("02.pick_device", namespace["pick_device"])
+    assert not result.passed and "none of CUDA or MPS" in result.feedback, result.feedback
+    assert namespace["mps_available"] is torch.backends.mps.is_available      # put back afterwards

@@ -382,3 +382,182 @@ def test_fact_gpu_mismatch_message_is_the_one_the_notebook_quotes():
         assert any(message.startswith(q) for q in _quotes_before("half_moved(torch.randn(3, 4))")), message
     else:                                               # XPU and others: at least both devices are named
         assert "cpu" in message and acc.type in message, message
+
+
+# --- section 5: device memory, 05.training_bytes -------------------------------------------------
+
+from course_utils.lessons.l05_device_attribute import training_bytes as _training_bytes
+
+_COPIES = {"sgd": 2, "momentum": 3, "adam": 4}
+_STATE = {"sgd": 0, "momentum": 1, "adam": 2}
+
+
+def _pbytes(m):
+    return sum(p.numel() * p.element_size() for p in m.parameters())
+
+
+def _bbytes(m):
+    return sum(b.numel() * b.element_size() for b in m.buffers())
+
+
+@pytest.mark.parametrize("answer, says", [
+    (lambda m, o: _pbytes(m), "weights alone"),
+    (lambda m, o: (1 + _STATE[o]) * _pbytes(m), "gradient"),
+    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 3}[o] * _pbytes(m), "**two** moments"),
+    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 2}[o] * _pbytes(m), "**two** moments"),
+    (lambda m, o: {"sgd": 2, "momentum": 2, "adam": 4}[o] * _pbytes(m), "momentum_buffer"),
+    (lambda m, o: {"sgd": 3, "momentum": 3, "adam": 4}[o] * _pbytes(m), "Plain SGD (no momentum) keeps no state"),
+    (lambda m, o: _COPIES[o] * (_pbytes(m) + _bbytes(m)), "You counted the buffers"),
+    (lambda m, o: _COPIES[o] * _pbytes(m) + _bbytes(m), "You counted the buffers"),
+    (lambda m, o: _COPIES[o] * 4 * sum(p.numel() for p in m.parameters()), "4 bytes for every element"),
+    (lambda m, o: _COPIES[o] * sum(p.numel() for p in m.parameters()), "number of elements, not bytes"),
+    (lambda m, o: float(_COPIES[o] * _pbytes(m)), "return an int"),
+    (lambda m, o: torch.tensor(_COPIES[o] * _pbytes(m)), "plain Python int"),
+    (lambda m, o: None, "as an int"),
+    (lambda m, o: _COPIES[o] * sum(p.sum().item() for p in m.parameters()), "not from its values"),
+    (lambda m, o: {"sgd": 2, "adam": 4}[o] * _pbytes(m), "KeyError"),
+])
+def test_training_bytes_mistakes(answer, says):
+    result = cu.check("05.training_bytes", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("answer", [
+    _training_bytes,
+    lambda m, o: sum(p.nelement() * p.element_size() for p in m.parameters()) * _COPIES[o],
+    lambda m, o: sum(p.numel() * torch.finfo(p.dtype).bits // 8 for p in m.parameters()) * _COPIES[o],
+    lambda m, o: sum(_COPIES[o] * p.untyped_storage().nbytes() if p.device.type != "meta"
+                     else _COPIES[o] * p.numel() * p.element_size() for p in m.parameters()),
+])
+def test_training_bytes_accepts_valid_alternatives(answer):
+    result = cu.check("05.training_bytes", answer)
+    assert result.passed, result.feedback
+
+
+def test_training_bytes_stub_is_not_attempted():
+    def training_bytes(model, optimizer):
+        raise NotImplementedError
+    result = cu.check("05.training_bytes", training_bytes)
+    assert not result.passed and "not attempted" in result.feedback.lower(), result.feedback
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name, make, keys", [
+    ("momentum", lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), ("momentum_buffer",)),
+    ("adam", lambda ps: torch.optim.Adam(ps), ("exp_avg", "exp_avg_sq")),
+    ("sgd", lambda ps: torch.optim.SGD(ps, lr=0.1), ()),
+])
+def test_fact_optimizer_state_after_a_real_step_matches_the_count(dtype, name, make, keys):
+    """The reference's count is what a real optimizer holds after one step: gradients and state tensors, each the
+    parameter's size and dtype (Adam's 0-dim `step` counter left out, as the notebook says)."""
+    model = nn.Sequential(nn.Linear(7, 5), nn.BatchNorm1d(5), nn.ReLU(), nn.Linear(5, 3)).to(dtype)
+    opt = make(model.parameters())
+    model(torch.randn(4, 7, dtype=dtype)).sum().backward()
+    opt.step()
+    params = list(model.parameters())
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in params)
+    state = sum(opt.state[p][k].numel() * opt.state[p][k].element_size() for p in params for k in keys)
+    for p in params:
+        for k in keys:
+            assert opt.state[p][k].dtype == p.dtype and opt.state[p][k].shape == p.shape
+        if name == "adam":
+            assert set(opt.state[p]) == {"step", "exp_avg", "exp_avg_sq"} and opt.state[p]["step"].dim() == 0
+        if name == "sgd":
+            assert opt.state[p].get("momentum_buffer") is None
+    assert _pbytes(model) + grads + state == _training_bytes(model, name)
+
+
+def test_fact_adam_on_a_billion_float32_parameters_is_16_gb():
+    billion = nn.Linear(100_000, 10_000, bias=False, device="meta")
+    assert sum(p.numel() for p in billion.parameters()) == 10**9
+    assert _training_bytes(billion, "adam") == 16 * 10**9
+    from course_utils.quizzes import get_quiz
+    quiz = get_quiz("05.adam_memory")
+    assert quiz.options[quiz.answer] == "16 GB"
+
+
+def test_fact_the_will_it_fit_layer_on_meta():
+    huge = nn.Linear(50_000, 50_000, device="meta")
+    weights = _pbytes(huge)
+    assert weights == (50_000 * 50_000 + 50_000) * 4 and weights < 16e9 < 2 * weights
+    assert _training_bytes(huge, "adam") == 4 * weights
+
+
+def test_fact_no_grad_and_inference_mode_keep_no_graph():
+    net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 8)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = net(x)
+        assert out.requires_grad and out.grad_fn is not None and saved
+        saved.clear()
+        with torch.no_grad():
+            quiet = net(x)
+        with torch.inference_mode():
+            inferred = net(x)
+    assert not saved
+    for o in (quiet, inferred):
+        assert not o.requires_grad and o.grad_fn is None
+    assert inferred.is_inference() and not quiet.is_inference()
+
+
+def test_fact_del_drops_a_name_not_the_tensor():
+    import weakref
+    big = torch.empty(10, 10)
+    also = big
+    alive = weakref.ref(big)
+    del big
+    assert alive() is not None
+    del also
+    assert alive() is None
+
+
+def test_fact_out_of_memory_error_is_a_runtime_error():
+    assert issubclass(torch.cuda.OutOfMemoryError, RuntimeError)
+
+
+def test_fact_the_notebook_quotes_the_rounded_size():
+    """4,000,000 bytes in 512-byte blocks, the number the notebook prints for a GPU."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    text = " ".join(source(c) for c in load(NOTEBOOK_DIR / "05_device_attribute.ipynb")["cells"])
+    assert f"{-(-4_000_000 // 512) * 512:,}" == "4,000,256" and "4,000,256" in text
+
+
+def _cuda_or_skip():
+    acc = cu.accelerator()
+    if acc is None or acc.type != "cuda":
+        pytest.skip("the caching-allocator facts are CUDA's")
+    return torch.device("cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, dtype", [((1000, 1000), torch.float32), ((3,), torch.float32),
+                                          ((1001, 3), torch.float16), ((2_000_001,), torch.uint8)])
+def test_fact_memory_allocated_grows_by_the_rounded_size_and_drops_after_del(shape, dtype):
+    dev = _cuda_or_skip()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    x = torch.empty(shape, dtype=dtype, device=dev)
+    nbytes = x.numel() * x.element_size()
+    assert torch.cuda.memory_allocated() - before == max(512, -(-nbytes // 512) * 512)
+    held = torch.cuda.memory_reserved()
+    assert held >= torch.cuda.memory_allocated()
+    del x
+    assert torch.cuda.memory_allocated() == before
+    assert torch.cuda.memory_reserved() == held           # the block stays in PyTorch's cache
+
+
+@pytest.mark.gpu
+def test_fact_empty_cache_returns_unused_blocks_but_not_live_tensors():
+    dev = _cuda_or_skip()
+    torch.cuda.empty_cache()
+    kept = torch.ones(1000, 1000, device=dev)
+    base_alloc, base_reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    x = torch.empty(16_000_000, device=dev)                # 64 MB: too big for the free part of `kept`'s segment
+    del x
+    assert torch.cuda.memory_allocated() == base_alloc
+    with_cache = torch.cuda.memory_reserved()
+    assert with_cache > base_reserved
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_reserved() < with_cache
+    assert torch.cuda.memory_allocated() == base_alloc and kept.sum().item() == 1_000_000

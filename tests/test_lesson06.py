@@ -508,3 +508,111 @@ def test_cuda_zero_dim_exception():
     gpu = torch.ones(3, device="cuda")
     assert (gpu * torch.tensor(2.0)).device.type == "cuda"
     _message(lambda: gpu * torch.tensor([2.0]))
+
+
+# --- only plain values count; 0-dim CPU tensors; constants made in forward ------------------------
+
+from hostile_values import AlwaysEqualList, AlwaysEqualStr  # noqa: E402
+
+
+def test_find_mismatches_refuses_a_list_whose_comparisons_lie():
+    result = cu.check("06.find_mismatches", lambda model, inputs, device: AlwaysEqualList())
+    assert not result.passed and "plain `list`" in result.feedback, result.feedback
+
+
+def test_find_mismatches_refuses_names_whose_comparisons_lie():
+    result = cu.check("06.find_mismatches", lambda model, inputs, device: [
+        AlwaysEqualStr("?") for _, t in _named(model, inputs) if t.device != torch.device(device)])
+    assert not result.passed and "plain string" in result.feedback, result.feedback
+
+
+def skips_zero_dim_cpu(model, inputs, device):  # section 8's pass, as `cu.explain_devices` notes it
+    device = torch.device(device)
+    return sorted(n for n, t in _named(model, inputs)
+                  if t.device != device and not (t.dim() == 0 and t.device.type == "cpu"))
+
+
+def test_find_mismatches_names_the_zero_dim_tensor_an_answer_skipped():
+    result = cu.check("06.find_mismatches", skips_zero_dim_cpu)
+    assert not result.passed, result.feedback
+    assert "`body.1.num_batches_tracked`, a 0-dim tensor on the CPU" in result.feedback, result.feedback
+    assert "Add `model.named_buffers()`" not in result.feedback and "You missed buffers" not in result.feedback
+
+
+class TwosMadeInForward(nn.Module):
+    """Correct device handling without a buffer: the twos are made on the input's device each call."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.features = features
+
+    def forward(self, x):
+        return x * torch.full((self.features,), 2.0, dtype=x.dtype, device=x.device)
+
+
+class TwosLikeInput(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+
+    def forward(self, x):
+        return x * torch.full_like(x, 2.0)
+
+
+class TwosFromNewFull(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+
+    def forward(self, x):
+        return x * x.new_full((x.shape[-1],), 2.0)
+
+
+@pytest.mark.parametrize("answer", [TwosMadeInForward, TwosLikeInput, TwosFromNewFull])
+def test_scaler_accepts_twos_made_in_forward_on_the_inputs_device(answer):
+    result = cu.check("06.scaler", answer)
+    assert result.passed and "makes its twos in `forward`" in result.feedback, result.feedback
+
+
+class ScalarMadeInForward(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+
+    def forward(self, x):
+        return x * torch.tensor(2.0)      # 0-dim: allowed on any device, but not a vector of twos
+
+
+def test_scaler_made_in_forward_must_still_be_a_vector_of_twos():
+    result = cu.check("06.scaler", ScalarMadeInForward)
+    assert not result.passed and "vector of 3 twos" in result.feedback and "shape ()" in result.feedback, \
+        result.feedback
+
+
+class MatrixMadeInForward(nn.Module):
+    """Wrong: the matrix is made in forward, on the CPU, and meets `x` in a matmul, which meta's own
+    `mm` lets through (a GPU refuses it)."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.register_buffer("scale", torch.full((features,), 2.0))
+
+    def forward(self, x):
+        return x @ torch.diag(torch.full((x.shape[-1],), 2.0, dtype=x.dtype))
+
+
+class MatrixMadeInForwardNoBuffer(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+
+    def forward(self, x):
+        return x @ torch.diag(torch.full((x.shape[-1],), 2.0, dtype=x.dtype))
+
+
+def test_meta_lets_a_cpu_operand_into_mm():  # why the check compares devices itself
+    assert (torch.randn(2, 4, device="meta") @ torch.ones(4, 4)).device.type == "meta"
+
+
+@pytest.mark.parametrize("answer", [MatrixMadeInForward, MatrixMadeInForwardNoBuffer])
+def test_scaler_catches_a_cpu_tensor_made_in_forward_even_where_meta_lets_it_through(answer):
+    result = cu.check("06.scaler", answer)
+    assert not result.passed and "a tensor created there with no device" in result.feedback, result.feedback
+    if cu.accelerator() is None:
+        assert "sent `mm` a float32 tensor of shape (4, 4) on cpu" in result.feedback, result.feedback

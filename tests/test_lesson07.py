@@ -40,7 +40,8 @@ def fails_saying(exercise_id, answer, says):
     (lambda n, s: n * s / 1e9, "multiplied by the time"),
     (lambda n, s: torch.tensor(n / s / 1e9), "Python float"),
     (lambda n, s: f"{n / s / 1e9:.2f} GB/s", "Python float"),
-    (lambda n, s: round(n / s / 1e9), "Bandwidth in GB/s = bytes / seconds / 10**9"),
+    (lambda n, s: round(n / s / 1e9), "rounded to a whole number"),
+    (lambda n, s: n / s / 1e9 + 1e-3, "Bandwidth in GB/s = bytes / seconds / 10**9"),
 ])
 def test_bandwidth_gbps_mistakes(answer, says):
     fails_saying("07.bandwidth_gbps", answer, says)
@@ -464,3 +465,70 @@ def test_cuda_only_cells_tell_a_mac_what_is_true():
             said[kind] = out.getvalue()
         assert "No GPU here" not in said["mps"] and "needs CUDA" in said["mps"] and "mps" in said["mps"], said
         assert "No GPU here" in said["cpu"] and "needs CUDA" not in said["cpu"], said
+
+
+# --- only plain numbers count; rounded answers; pinning without an accelerator --------------------
+
+from hostile_values import AlwaysEqualFloat  # noqa: E402
+
+
+@pytest.mark.parametrize("exercise_id, answer", [
+    ("07.bandwidth_gbps", lambda n, s: AlwaysEqualFloat(n / s / 1e9)),
+    ("07.transfer_time", lambda n, lat, bw: AlwaysEqualFloat(lat + n / (bw * 1e9))),
+])
+def test_a_float_subclass_is_refused_kindly(exercise_id, answer):
+    result = fails_saying(exercise_id, answer, "not a plain Python number")
+    assert "`float(...)`" in result.feedback
+
+
+@pytest.mark.parametrize("answer", [lambda n, s: np.float32(n / s / 1e9), lambda n, s: np.divide(n, s) / 1e9])
+def test_bandwidth_gbps_accepts_numpy_floats(answer):
+    result = cu.check("07.bandwidth_gbps", answer)
+    assert result.passed, result.feedback
+
+
+def test_bandwidth_gbps_rounded_answer_sees_the_difference():
+    result = fails_saying("07.bandwidth_gbps", lambda n, s: round(n / s / 1e9, 3), "rounded to 3 decimal places")
+    assert "the bandwidth is 1.6384 GB/s, you returned 1.638." in result.feedback, result.feedback
+
+
+def test_bandwidth_gbps_rounded_to_significant_digits():
+    fails_saying("07.bandwidth_gbps", lambda n, s: float(f"{n / s / 1e9:.3g}"), "rounded")
+
+
+def test_transfer_time_rounded_answer_sees_the_difference():
+    result = fails_saying("07.transfer_time", lambda n, lat, bw: round(lat + n / (bw * 1e9), 6),
+                          "rounded to 6 decimal places")
+    assert "0.008343333333 s, you returned 0.008343." in result.feedback, result.feedback
+
+
+def pins_always(batches, device):
+    stacked = torch.stack(batches).pin_memory()
+    return stacked.to(device, non_blocking=True).sum(dim=0, dtype=stacked.dtype)
+
+
+def pins_with_pin_memory_true(batches, device):
+    stacked = torch.empty((len(batches), *batches[0].shape), dtype=batches[0].dtype, pin_memory=True)
+    torch.stack(batches, out=stacked)
+    return stacked.to(device).sum(dim=0, dtype=stacked.dtype)
+
+
+def pins_for_cuda_only(batches, device):
+    stacked = torch.stack(batches)
+    if device.type == "cuda":
+        stacked = stacked.pin_memory()
+    return stacked.to(device, non_blocking=True).sum(dim=0, dtype=stacked.dtype)
+
+
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="pinning works on a machine with an accelerator")
+@pytest.mark.parametrize("answer", [pins_always, pins_with_pin_memory_true])
+def test_sum_batches_pinning_without_an_accelerator_is_explained(answer):
+    result = fails_saying("07.sum_batches", answer, "Pinning memory (`.pin_memory()`, `pin_memory=True`) needs an "
+                                                    "accelerator")
+    assert "does not need pinning" in result.feedback and 'if device.type == "cuda"' in result.feedback
+    assert "Read the message, fix the cell" not in result.feedback
+
+
+def test_sum_batches_accepts_pinning_only_for_cuda():
+    result = cu.check("07.sum_batches", pins_for_cuda_only)
+    assert result.passed, result.feedback

@@ -122,6 +122,10 @@ ALTERNATIVES = {
         "lists": lambda m: lesson05._unique({t.device for t in list(m.parameters()) + list(m.buffers())},
                                             message="found {}"),
     },
+    "05.training_bytes": {
+        "nelement": lambda m, o: sum(p.nelement() * p.element_size() for p in m.parameters()) * lesson05._COPIES[o],
+        "per tensor": lambda m, o: sum(lesson05._COPIES[o] * p.numel() * p.element_size() for p in m.parameters()),
+    },
     "06.find_mismatches": {
         "str compare": lambda model, inputs, device: sorted(
             n for n, t in lesson06._named(model, inputs) if str(t.device) != str(device)),
@@ -209,8 +213,8 @@ WRONG = [  # (exercise, answer, what the feedback says, the rules it runs under)
     ("03.prepare", lesson03.moved_model_not_batch, "moved the model but not the batch", RULES),
     ("04.mask_future", lesson04.mask_on_default_device, "ended up on different devices", RULES),
     ("06.find_mismatches", lesson06.compares_type_only, "ignores the device index", RULES),
-    # meta's own `mm` accepts a CPU operand: only CUDA's per-argument check catches this one
-    ("06.scaler", MadeInForwardMatmul, "a tensor created there with no device", ["cuda"]),
+    # meta's own `mm` accepts a CPU operand; the check compares devices itself, so all rules catch it
+    ("06.scaler", MadeInForwardMatmul, "a tensor created there with no device", RULES),
     ("07.sum_batches", lesson07.per_batch, "one transfer per batch", RULES),
     ("07.sum_batches", lesson07.never_moves, "the batches were never moved to the device", RULES),
 ]

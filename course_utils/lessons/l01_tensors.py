@@ -1,6 +1,7 @@
 """Lesson 01 - tensors: shape, dtype, device, bytes, and where new tensors are created."""
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import torch
@@ -72,9 +73,12 @@ def _grade_nbytes(answer: Any) -> str:
         if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_floating_point:
             raise Wrong(f"For a {describe(t)} you returned a tensor ({safe_repr(got)}). "
                         "Return a plain Python int; `.item()` converts a one-element tensor.")
-        if isinstance(got, bool) or not isinstance(got, int):
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
             raise Wrong(f"For a {describe(t)} you returned {safe_repr(got)} ({type(got).__name__}); "
                         "a byte count should be a Python int.")
+        if type(got) is not int:  # a NumPy integer, or an int subclass whose == could say anything
+            raise Wrong(f"For a {describe(t)} you returned {safe_repr(got)} of type `{type(got).__name__}`, "
+                        "not a plain Python int. Return a plain int: `int(...)` converts it.")
         if got != want:
             raise Wrong(f"For a {describe(t)} the answer is {want} bytes, you returned {got}. "
                         + _nbytes_diagnosis(t, got))

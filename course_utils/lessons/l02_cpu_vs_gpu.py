@@ -1,12 +1,13 @@
 """Lesson 02 - CPU vs GPU: picking a device, counting FLOPs, timing asynchronous work correctly."""
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 import torch
 
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, expect_callable, safe_repr, simulated_accelerator,
+from ..grading import (Crashed, Wrong, _Patched, call, expect_callable, safe_repr, simulated_accelerator,
                        simulated_no_accelerator)
 from ..quizzes import add_quiz
 
@@ -127,6 +128,57 @@ def _expect_device(got: Any, where: str) -> torch.device:
     return got
 
 
+#: Backend-specific availability checks: (the backend's name, its module's name, module, function).
+_BACKEND_CHECKS = (("CUDA", "torch.cuda", torch.cuda, "is_available"),
+                   ("CUDA", "torch.cuda", torch.cuda, "device_count"),
+                   ("MPS", "torch.backends.mps", torch.backends.mps, "is_available"),
+                   ("MPS", "torch.backends.mps", torch.backends.mps, "is_built"),
+                   ("MPS", "torch.mps", getattr(torch, "mps", None), "is_available"),
+                   ("XPU", "torch.xpu", getattr(torch, "xpu", None), "is_available"),
+                   ("XPU", "torch.xpu", getattr(torch, "xpu", None), "device_count"),
+                   ("MTIA", "torch.mtia", getattr(torch, "mtia", None), "is_available"))
+
+
+class _BackendsAsked(_Patched):
+    """Inside a simulation: note which backends the answer asks about one by one (``torch.cuda``,
+    ``torch.backends.mps``, ``torch.xpu``, ...); the answers are whatever the simulation says."""
+
+    def __init__(self, answer: Any = None):
+        self.answer = answer
+        self.asked: list[tuple[str, str]] = []
+
+    def _fakes(self) -> dict[tuple[Any, str], Any]:
+        fakes = {}
+        for backend, where, module, name in _BACKEND_CHECKS:
+            original = getattr(module, name, None) if module is not None else None
+            if callable(original) and (module, name) not in fakes:
+                fakes[module, name] = self._noting((backend, where), original)
+        return fakes
+
+    def _noting(self, backend: tuple[str, str], original: Callable) -> Callable:
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            if backend not in self.asked:
+                self.asked.append(backend)
+            return original(*args, **kwargs)
+        return noted
+
+    def _result(self) -> list[tuple[str, str]]:
+        return self.asked
+
+
+def _backend_list_feedback(fake: torch.device, asked: list[tuple[str, str]]) -> str:
+    names = [backend for backend, _ in asked]
+    modules = ", ".join(f"`{where}`" for _, where in asked)
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return (f"When `torch.accelerator` reports an accelerator (the check pretends one, shown as `{fake}`), "
+            f"your function returned `cpu`. It asks backends one by one ({modules}), and the simulated "
+            f"accelerator is none of {listed}: it stands for any backend your list leaves out. A fixed list "
+            "of backends misses the others PyTorch supports (and any it adds later), and the check cannot "
+            "pretend to be each of them. Ask `torch.accelerator.is_available()` and use "
+            "`torch.accelerator.current_accelerator()`: they know whichever accelerator this PyTorch was "
+            "built for, so your code needs no list.")
+
+
 def _hard_coded(got: torch.device, expected: str) -> str:
     return (f"your function returned `{got}` instead of `{expected}`. It looks hard-coded: "
             f"hard-coding `\"{got.type}\"` works on one kind of machine and breaks on the others. "
@@ -165,8 +217,10 @@ def _grade_pick_device(answer: Any) -> str:
 
     # 2. an accelerator that is not CUDA (reported as the data-less `meta` device)
     where = "when PyTorch reports an accelerator that is not CUDA (the check shows it as `meta`)"
-    with simulated_accelerator(answer=fn) as fake:
+    with simulated_accelerator(answer=fn) as fake, _BackendsAsked(answer=fn) as asked:
         got = _expect_device(_picked(fn, where), where)
+    if got.type == "cpu" and any(backend != "CUDA" for backend, _ in asked):
+        raise Wrong(_backend_list_feedback(fake, asked))
     if got.type == "cpu":
         raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (the check "
                     f"pretends one, shown as `{fake}`), your function returned `cpu`. Testing only "
@@ -225,9 +279,13 @@ def _grade_matmul_flops(answer: Any) -> str:
                         "numbers exactly only up to 2**53 (about 9e15), so for large n a float count is "
                         "rounded. Use integer arithmetic: `2 * n ** 3`, not `2 * n ** 3.0`, "
                         "`math.pow` or `/`.")
-        if isinstance(got, bool) or not isinstance(got, int):
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
             raise Wrong(f"For n={n} you returned {safe_repr(got)} ({type(got).__name__}); a count of "
                         "operations should be a Python int.")
+        if type(got) is not int:  # a NumPy integer (it overflows), or an int subclass whose == could lie
+            raise Wrong(f"For n={n} you returned {safe_repr(got)} of type `{type(got).__name__}`, not a plain "
+                        "Python int. Return a plain int (`int(...)` converts it), and compute with Python "
+                        "ints: unlike NumPy's, they never overflow.")
         if got != want:
             raise Wrong(f"For n={n} the count is {want:,}, you returned {got:,}. " + _flops_diagnosis(n, got))
     return (f"Exact for {len(_FLOP_SIZES)} sizes, from n = 0 and 1 up to n = {max(_FLOP_SIZES):,}: "

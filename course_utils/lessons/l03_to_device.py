@@ -65,6 +65,17 @@ add_quiz(
     "`.to` is a method of tensors and modules. A plain dict (or list, or tuple) has no `.to`: you move "
     "each tensor inside it yourself, and build a new container for the results.",
 )
+add_quiz(
+    "03.from_numpy_device",
+    "`a = np.arange(3.0)`. Inside `with torch.device('meta'):`, where are `torch.from_numpy(a)` and "
+    "`torch.tensor(a)`?",
+    ["Both on `meta`", "Both on the CPU", "`from_numpy` on the CPU, `torch.tensor` on `meta`",
+     "`from_numpy` on `meta`, `torch.tensor` on the CPU"],
+    2,
+    "`torch.from_numpy` wraps the array's own CPU memory without copying (change `a`, the tensor changes), "
+    "so it is always on the CPU, whatever the default device. `torch.tensor` copies, and like other "
+    "factory functions it follows the default device.",
+)
 
 
 # --- exercise 03.to_device -------------------------------------------------------------------
@@ -387,7 +398,7 @@ def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, t
 def prepare(model, batch, device):
     """Put ``model`` and the tensor ``batch`` on ``device``; return ``(model, batch)``."""
     model = model.to(device)   # in place; returns the same module
-    batch = batch.to(device)   # a new tensor: keep it!
+    batch = batch.to(device)   # the batch on device (a new tensor unless it was there): keep it!
     return model, batch
 
 
@@ -421,8 +432,9 @@ def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
 
 @grader("03.prepare", reference=prepare, title="Model and batch, same device", hints=(
     "Two things must end up on `device`: the model and the batch. Only one of them moves in place.",
-    "`Module.to` moves the module itself and returns it. `Tensor.to` returns a NEW tensor and leaves "
-    "the old one where it was, so you must keep its result.",
+    "`Module.to` moves the module itself and returns it. `Tensor.to` returns a tensor on `device` (a new "
+    "one whenever the device or dtype changes) and leaves the old one where it was, so you must keep its "
+    "result.",
     "`model = model.to(device)`, `batch = batch.to(device)`, then `return model, batch`.",
 ))
 def _grade_prepare(answer: Any) -> str:
@@ -508,8 +520,8 @@ def _check_batch(fn: Callable, b: torch.Tensor, model: nn.Module, batch: torch.T
         if b is batch:
             watched = batch.as_subclass(_Watched)
             if _to_was_called(fn, (_new_model(make), watched, target), [watched]):
-                raise Wrong(f"{where}. You called `batch.to(device)` but threw the result away: a tensor's "
-                            "`.to` returns a new tensor and leaves `batch` where it was. Write "
+                raise Wrong(f"{where}. You called `batch.to(device)` but threw the result away: here "
+                            "`.to` returned a new tensor and left `batch` where it was. Write "
                             "`batch = batch.to(device)`.")
             raise Wrong(f"{where}. You moved the model but not the batch: the model would then meet a "
                         "batch on another device. Add `batch = batch.to(device)`.")

@@ -55,13 +55,15 @@ add_quiz(
 )
 add_quiz(
     "04.visible_devices",
-    "You start Python with `CUDA_VISIBLE_DEVICES=2,3` on a machine with four GPUs. Inside that "
-    "program, what is physical GPU 3 called?",
+    "On a machine with four GPUs you start Python with `CUDA_DEVICE_ORDER=PCI_BUS_ID "
+    "CUDA_VISIBLE_DEVICES=2,3`. Inside that program, what is the GPU that `nvidia-smi` lists as 3 called?",
     ["`cuda:3`", "`cuda:1`", "`cuda:0`", "Nothing: only GPU 2 can be used"],
     1,
-    "The program sees only the GPUs you list, renumbered from 0 in the order you list them: physical "
-    "GPU 2 becomes `cuda:0` and GPU 3 becomes `cuda:1`, and `torch.cuda.device_count()` is 2. "
-    "`.cuda(3)` would fail, because this program has no device 3.",
+    "The program sees only the GPUs you list, renumbered from 0 in the order you list them: GPU 2 "
+    "becomes `cuda:0` and GPU 3 becomes `cuda:1`, and `torch.cuda.device_count()` is 2. `.cuda(3)` "
+    "would fail, because this program has no device 3. `CUDA_DEVICE_ORDER=PCI_BUS_ID` is what makes "
+    "\"2\" and \"3\" mean `nvidia-smi`'s GPUs 2 and 3: without it CUDA numbers the GPUs its own way, "
+    "fastest first, which can differ from `nvidia-smi`'s PCI-bus order on a machine with mixed GPUs.",
 )
 add_quiz(
     "04.cuda_check_on_mac",
@@ -72,6 +74,17 @@ add_quiz(
     "`torch.cuda.is_available()` asks about CUDA and nothing else. On a Mac it is False, so this code "
     "quietly runs everything on the CPU. `torch.accelerator.current_accelerator()` names whichever "
     "accelerator this PyTorch has: `cuda`, `mps`, `xpu`, ...",
+)
+add_quiz(
+    "04.seed_per_device",
+    "After `torch.manual_seed(0)`, you draw `torch.randn(3)` on the CPU; after `torch.manual_seed(0)` again, "
+    "`torch.randn(3, device='cuda')`. Are the numbers the same?",
+    ["Yes: the seed fixes the numbers everywhere", "No: each device type has its own generator and algorithm",
+     "Only if you also call `torch.cuda.manual_seed(0)`", "It raises: `manual_seed` only seeds the CPU"],
+    1,
+    "`torch.manual_seed` seeds every device's generator, so each device repeats its own numbers run after "
+    "run. But the CPU generator (a Mersenne Twister) and CUDA's (Philox) are different algorithms: the same "
+    "seed gives different numbers. Draw on the CPU and move the result if every machine must see the same data.",
 )
 
 

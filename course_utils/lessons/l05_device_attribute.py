@@ -372,3 +372,139 @@ def _returns_first_parameter_device(fn: Callable, module: nn.Module) -> bool:
     except Crashed:
         return False
     return isinstance(got, torch.device) and got == next(module.parameters()).device
+
+
+# --- section 5: device memory ----------------------------------------------------------------
+
+add_quiz(
+    "05.empty_cache",
+    "Your training loop runs out of GPU memory. You add `torch.cuda.empty_cache()` after every step. What does "
+    "that do for your program?",
+    ["It frees the tensors you no longer need, so the OOM goes away",
+     "It frees every tensor on the GPU, including the model's weights",
+     "It gives cached, unused blocks back to the driver: `nvidia-smi` shows more free memory, but the tensors "
+     "you still reference stay, and your next allocations must ask the driver again (slower)",
+     "Nothing at all: it only works in PyTorch versions before 2.0"],
+    2,
+    "PyTorch's caching allocator keeps the blocks of freed tensors to reuse them quickly. `empty_cache()` returns "
+    "the blocks no tensor uses to the driver, so other processes (and `nvidia-smi`) see them free. It cannot free a "
+    "tensor you still reference (a name, a list, a saved autograd graph), so your program has no more room than "
+    "before, and asking the driver again for memory is slower than reusing the cache. Drop references (`del`, "
+    "`loss.detach()`), then the memory is reusable by PyTorch at once.",
+)
+add_quiz(
+    "05.adam_memory",
+    "You train a model with 1 billion float32 parameters with Adam. How much GPU memory do the parameters, their "
+    "gradients and Adam's state take, before any activations?",
+    ["4 GB", "8 GB", "12 GB", "16 GB"],
+    3,
+    "Per parameter: 4 bytes for the weight, 4 for its gradient, and 8 for Adam's two moments (`exp_avg` and "
+    "`exp_avg_sq`, each the parameter's size and dtype): 16 bytes, so 16 GB for a billion parameters. The weights "
+    "alone (4 GB) are only a quarter of it, and the activations of a batch come on top.",
+)
+
+#: Optimizer state per parameter, in copies of the parameter: SGD keeps none, momentum one buffer
+#: (`momentum_buffer`), Adam two moments (`exp_avg`, `exp_avg_sq`).
+STATE_COPIES = {"sgd": 0, "momentum": 1, "adam": 2}
+
+
+# --- exercise 05.training_bytes --------------------------------------------------------------
+
+def training_bytes(model, optimizer):
+    """Bytes on the device for ``model``'s parameters, their gradients and the optimizer's state.
+
+    ``optimizer`` is "sgd" (plain SGD), "momentum" (SGD with momentum) or "adam". Activations are not counted.
+    """
+    copies = 2 + {"sgd": 0, "momentum": 1, "adam": 2}[optimizer]     # weight + gradient + state
+    return copies * sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def _training_cases() -> list[tuple[str, Callable[[], nn.Module]]]:
+    """(description, factory), in the order checked."""
+    return [
+        ("`nn.Linear(10, 5)` (float32)", lambda: nn.Linear(10, 5)),
+        ("`nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))` (with buffers)",
+         lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))),
+        ("`nn.Linear(6, 3).half()` (float16: 2 bytes an element)", lambda: nn.Linear(6, 3).half()),
+        ("`nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4).double(), nn.Linear(4, 2).to(torch.bfloat16))` "
+         "(mixed dtypes)",
+         lambda: nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4).double(), nn.Linear(4, 2).to(torch.bfloat16))),
+        ("`nn.ReLU()` (no parameters)", lambda: nn.ReLU()),
+        ("`nn.Linear(1000, 1000, device='meta')`", lambda: nn.Linear(1000, 1000, device="meta")),
+        ("`nn.Linear(50_000, 50_000, device='meta')` (2.5 billion parameters, no memory used)",
+         lambda: nn.Linear(50_000, 50_000, device="meta")),
+    ]
+
+
+def _param_bytes(module: nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in module.parameters())
+
+
+def _buffer_bytes(module: nn.Module) -> int:
+    return sum(b.numel() * b.element_size() for b in module.buffers())
+
+
+def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> str:
+    """Name the realistic mistake that gives ``got``, or "" when none matches."""
+    p, b = _param_bytes(module), _buffer_bytes(module)
+    numel = sum(q.numel() for q in module.parameters())
+    state = STATE_COPIES[optimizer]
+    if numel and got == 4 * numel * (2 + state) and p != 4 * numel:
+        return ("You used 4 bytes for every element, but not every dtype is float32: float16 and bfloat16 take 2, "
+                "float64 8. Use each parameter's `p.element_size()`.")
+    if numel and got == numel * (2 + state) and p != numel:
+        return "That is a number of elements, not bytes: multiply each parameter's `numel()` by its `element_size()`."
+    # plain SGD is checked first on each model, so by momentum and Adam the gradients are known to be counted
+    if optimizer == "adam" and p and got in (p * 2, p * 3):
+        return ("Adam keeps **two** moments per parameter, `exp_avg` and `exp_avg_sq`, each the size and dtype of "
+                "the parameter: weights + gradients + 2 moments = 4 copies.")
+    if optimizer == "momentum" and p and got == p * 2:
+        return "SGD with momentum keeps one `momentum_buffer` per parameter, the parameter's size and dtype."
+    if optimizer == "sgd" and p and got == p:
+        return ("That is the weights alone. Training also stores a gradient (`p.grad`) the size and dtype of every "
+                "parameter: count one more copy.")
+    if optimizer == "sgd" and p and got in (p * 3, p * 4):
+        return "Plain SGD (no momentum) keeps no state: just the weights and their gradients, 2 copies."
+    if b and got in ((p + b) * (2 + state), p * (2 + state) + b):
+        return ("You counted the buffers (such as BatchNorm's running statistics). They are on the device too, "
+                "but they get no gradient and no optimizer state, and this exercise counts parameters only.")
+    return ""
+
+
+@grader("05.training_bytes", reference=training_bytes, title="Will it fit for training?", hints=(
+    "Count bytes per parameter tensor: `p.numel() * p.element_size()`, summed over `model.parameters()`. "
+    "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64, and it works on `meta` too.",
+    "Training keeps several copies of those bytes: the weights, their gradients, and the optimizer's state: none "
+    "for plain SGD, one `momentum_buffer` for momentum, two moments (`exp_avg`, `exp_avg_sq`) for Adam.",
+    "`copies = {'sgd': 2, 'momentum': 3, 'adam': 4}[optimizer]`, then "
+    "`return copies * sum(p.numel() * p.element_size() for p in model.parameters())`.",
+))
+def _grade_training_bytes(answer: Any) -> str:
+    fn = expect_callable(answer, "training_bytes")
+    cases = _training_cases()
+    for what, make in cases:
+        for optimizer in STATE_COPIES:
+            module = make()
+            want = training_bytes(module, optimizer)
+            context = f"{what} and optimizer={optimizer!r}"
+            got = call(fn, module, optimizer, context=context)
+            if isinstance(got, torch.Tensor):
+                raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
+                            "`numel()` and `element_size()` already give ints.")
+            if isinstance(got, bool) or not isinstance(got, int):
+                if isinstance(got, float) and got == want:
+                    raise Wrong(f"For {context} you returned the right number as a float ({got!r}). Bytes are "
+                                "whole: return an int (avoid `/`; use `*` and `sum`).")
+                if isinstance(got, float):
+                    raise Wrong(f"For {context} you returned {safe_repr(got)}, a float that is not the byte count. "
+                                "Sizes come from each parameter's `numel()` and `element_size()`, not from its "
+                                "values (which a `meta` parameter does not even have). Return an int.")
+                raise Wrong(f"For {context} you returned {safe_repr(got)} ({type(got).__name__}); return the "
+                            "number of bytes as an int.")
+            if got != want:
+                why = _training_diagnosis(got, module, optimizer)
+                raise Wrong(f"For {context} the answer is {want:,} bytes, you returned {got:,}. "
+                            + (why or "Count weights, gradients and the optimizer's state, each "
+                                      "`numel() * element_size()` per parameter."))
+    return (f"Right on {len(cases)} models with plain SGD, momentum and Adam: float32, float16, bfloat16 and "
+            "float64 parameters, buffers left out, and meta models as large as 2.5 billion parameters.")

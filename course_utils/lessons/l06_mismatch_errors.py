@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
 from ..exercises import grader
@@ -22,8 +24,9 @@ add_quiz(
     ["It copies `b` to `a`'s device and adds", "It raises a RuntimeError about devices",
      "It adds on the CPU and returns a CPU tensor", "It returns a tensor on `a`'s device with a warning"],
     1,
-    "PyTorch never moves a tensor for you: `b` was made on the default device, the CPU, and an operation "
-    "needs all its (non-scalar) tensors on one device. You get a RuntimeError that names the two devices.",
+    "PyTorch does not move `b` for you: `b` was made on the default device, the CPU, and an ordinary "
+    "operation needs all its tensors on one device. You get a RuntimeError that names the two devices. "
+    "(Section 8 shows the few narrow places where PyTorch does move a tensor for you.)",
 )
 add_quiz(
     "06.to_no_assign",
@@ -31,8 +34,9 @@ add_quiz(
     ["On `target`", "On the CPU, where it was", "On both: `.to` made a second copy that `x` also points to",
      "Nowhere: `x` was freed when it moved"],
     1,
-    "`Tensor.to` returns a new tensor and leaves `x` alone. Without `x = x.to(target)` the moved copy is "
-    "thrown away. (`Module.to` is different: it changes the module in place, so `model.to(device)` alone works.)",
+    "`Tensor.to` returns a tensor on the target (a new one, since `x` was elsewhere; `x` itself only when "
+    "nothing changes) and never changes `x`. Without `x = x.to(target)` the moved copy is thrown away. "
+    "(`Module.to` is different: it changes the module in place, so `model.to(device)` alone works.)",
 )
 add_quiz(
     "06.plain_attribute",
@@ -62,9 +66,20 @@ add_quiz(
     ["Both `a * torch.tensor(2.0)` and `a * torch.tensor([2.0])`", "Only `a * torch.tensor(2.0)`",
      "Only `a * torch.tensor([2.0])`", "Neither: both multiply by a CPU tensor"],
     1,
-    "`torch.tensor(2.0)` is 0-dimensional. PyTorch lets a 0-dim CPU tensor take part in an operation on "
-    "any device, like a Python number. `torch.tensor([2.0])` has one element but one dimension, and gets "
-    "no such pass.",
+    "`torch.tensor(2.0)` is 0-dimensional. PyTorch lets a 0-dim CPU tensor take part in an element-wise "
+    "operation on any device, like a Python number. `torch.tensor([2.0])` has one element but one "
+    "dimension, and gets no such pass.",
+)
+add_quiz(
+    "06.weights_only",
+    "You saved a whole model with `torch.save(model, 'model.pt')`. On PyTorch 2.6 or later, what does "
+    "`torch.load('model.pt')` do?",
+    ["Returns the model", "Returns only its `state_dict`",
+     "Raises `UnpicklingError`: `weights_only=True` is the default", "Returns the model, on the CPU"],
+    2,
+    "Since PyTorch 2.6 `torch.load` unpickles only tensors, numbers, strings and plain containers unless you "
+    "pass `weights_only=False`, which can run arbitrary code: do it only for files you trust. Saving "
+    "`model.state_dict()` and rebuilding the model in code avoids the question.",
 )
 
 
@@ -188,6 +203,10 @@ def _grade_find_mismatches(answer: Any) -> str:
         if _placement(model) != before:
             raise Wrong("Your function moved the model's tensors (a `model.to(...)` inside?). "
                         "Only look at where tensors are; leave them there.")
+        # compare plain values only: a list subclass (or str subclass) could define == to say anything
+        if type(got) is not list or any(type(name) is not str for name in got):
+            raise Wrong(f"In the case of {description}, you returned {safe_repr(got, 200)}.\n"
+                        + _diagnose(got, expected, model, inputs, device, tag))
         if got != expected:
             raise Wrong(f"In the case of {description}, the answer is {safe_repr(expected, 200)}, "
                         f"you returned {safe_repr(got, 200)}.\n"
@@ -195,6 +214,21 @@ def _grade_find_mismatches(answer: Any) -> str:
     where = ", ".join(sorted({str(torch.device(c[3])) for c in cases if c[4] != "index"}))
     return (f"Right in {len(cases)} cases: parameters, buffers (persistent or not) and inputs, on {where}, "
             "the device given as a string or a torch.device, and a simulated second GPU.")
+
+
+def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, params: set[str],
+                          buffers: set[str]) -> set[str]:
+    """The missing names that look skipped for being 0-dim CPU tensors: of each kind (parameters,
+    buffers, inputs), only when every missing tensor of that kind is one (an answer that ignores all
+    buffers is told about buffers instead)."""
+    tensors = {**dict(model.named_parameters()), **dict(model.named_buffers()), **inputs}
+    zero = {n for n in missing if isinstance(tensors.get(n), torch.Tensor) and tensors[n].dim() == 0
+            and tensors[n].device.type == "cpu"}
+    skipped: set[str] = set()
+    for kind in (params, buffers, set(inputs)):
+        if missing & kind and missing & kind <= zero:
+            skipped |= missing & kind
+    return skipped
 
 
 def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any, tag: str) -> str:
@@ -206,12 +240,18 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
         return "Return a list of names, sorted: `sorted(...)` makes one from any iterable."
     if not isinstance(got, list):
         return f"Return a list of names, not a {type(got).__name__}."
-    if any(not isinstance(g, str) for g in got):
-        odd = next(g for g in got if not isinstance(g, str))
+    if type(got) is not list:
+        return (f"Return a plain `list` (`sorted(...)` makes one), not a `{type(got).__name__}`: the check "
+                "compares plain lists of plain strings.")
+    if any(type(g) is not str for g in got):
+        odd = next(g for g in got if type(g) is not str)
         if isinstance(odd, torch.Tensor):
             return "Return the names (strings), not the tensors themselves."
         if isinstance(odd, tuple):
             return "Return just the names, not (name, tensor) pairs."
+        if isinstance(odd, str):
+            return (f"Every item should be a plain string; one is a `{type(odd).__name__}`. Return the names "
+                    "as `named_parameters()`, `named_buffers()` and the `inputs` keys give them.")
         return f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__})."
     if len(set(got)) != len(got):
         return "Some names appear twice: list each tensor once."
@@ -239,6 +279,17 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
                 "Convert both sides to `torch.device` (`torch.device(device)`) and compare those.")
     missing, extra = want - got_set, got_set - want
     reasons = []
+    skipped = _zero_dim_cpu_skipped(missing, model, inputs, params, buffers)
+    if skipped:
+        names = ", ".join(f"`{n}`" for n in sorted(skipped))
+        one = len(skipped) == 1
+        reasons.append(f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section 8's "
+                       "pass lets a 0-dim CPU tensor join element-wise operations on any device, but "
+                       f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
+                       "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
+                       f"refuse such a tensor, and `model.to(device)` would move it). List {'it' if one else 'them'} too: "
+                       "leave out the 0-dim exception.")
+        missing = missing - skipped
     if tag == "index" and "on_gpu1" in missing:
         reasons.append("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
                        "`.type` ignores the device index. Compare whole devices: "
@@ -339,11 +390,7 @@ def _grade_scaler(answer: Any) -> str:
         plain = [n for k, n, _ in held if k == "plain attribute"]
         if plain:
             raise Wrong(_plain_attribute_feedback(module, plain[0], features))
-        if not held:
-            raise Wrong(f"Scaler({features}) holds no tensor. The exercise asks you to store the constant vector "
-                        "in the module (so it follows `.to`): create it in `__init__` and register it with "
-                        "`self.register_buffer(...)`.")
-        if not any(tuple(t.shape) == (features,) for _, _, t in held):
+        if held and not any(tuple(t.shape) == (features,) for _, _, t in held):
             shapes = ", ".join(f"{n} {tuple(t.shape)}" for _, n, t in held)
             raise Wrong(f"Scaler({features}) should hold a vector of {features} twos, shape ({features},); "
                         f"it holds {shapes}. Make it with `torch.full((features,), 2.0)`.")
@@ -352,11 +399,79 @@ def _grade_scaler(answer: Any) -> str:
             raise Wrong(f"A new Scaler({features}) already holds tensors off the CPU: {', '.join(off_cpu)}. "
                         "Create the constant on the default device and let `.to` move it.")
         _check_values(module, features, gen)
+        if not held:
+            _check_made_in_forward(module, features, gen)
     devices = [d for d in devices_to_test() if d.type != "cpu"]
     for dev in devices:
         _check_on(cls, dev, gen)
+    where = ", ".join(str(d) for d in devices)
+    if not held:
+        return (f"Right: your Scaler makes its twos in `forward`, on the input's device, so it runs on the CPU "
+                f"and on {where}. That is correct device handling; the other way, a buffer registered in "
+                "`__init__` (`self.register_buffer`), makes the constant once and lets `.to` move it.")
     return ("Right: your Scaler multiplies by twos, holds its constant as a buffer (not trainable), and "
-            f"after `.to(...)` lives and runs on {', '.join(str(d) for d in devices)}.")
+            f"after `.to(...)` lives and runs on {where}.")
+
+
+#: Operations whose kernels check each argument's device: a 0-dim CPU tensor gets no pass there.
+_PER_ARGUMENT_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot",
+                               "matmul", "linear", "embedding", "index_select", "convolution",
+                               "_convolution", "einsum", "tensordot", "outer", "ger", "addr"})
+#: Operations that move data between devices (their arguments are meant to differ) or take CPU indices.
+_CROSS_DEVICE_OPS = frozenset({"copy_", "copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to",
+                               "index", "index_put", "index_put_", "_index_put_impl_"})
+
+
+class _ForwardWatch(TorchDispatchMode):
+    """Watches one forward call. Records the operations that mix the input's device with another
+    (``meta``'s own kernels let some of them through, e.g. ``mm`` with a CPU operand, while a GPU
+    refuses them), and the shapes of the tensors forward uses that it did not compute from the
+    input (its constants)."""
+
+    def __init__(self, x: torch.Tensor):
+        super().__init__()
+        self.device_type = x.device.type
+        self.mixes: list[tuple[str, torch.Tensor]] = []
+        self.constants: list[tuple[int, ...]] = []   # shapes of the tensors not computed from the input
+        self._from_input = {id(x)}
+        self._kept = [x]  # keeps the ids above from being reused while the watch runs
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        self.constants += [tuple(t.shape) for t in tensors if id(t) not in self._from_input]
+        if name not in _CROSS_DEVICE_OPS and any(t.device.type == self.device_type for t in tensors):
+            off = [t for t in tensors if t.device.type != self.device_type and not (
+                t.dim() == 0 and t.device.type == "cpu" and name not in _PER_ARGUMENT_OPS)]
+            if off:
+                self.mixes.append((name, off[0]))
+        out = func(*args, **kwargs)
+        made_new = name.endswith("_like") or name.startswith("new_")   # `torch.full_like(x, 2.0)`: a constant
+        if not made_new and any(id(t) in self._from_input for t in tensors):
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self._from_input.add(id(t))
+                    self._kept.append(t)
+        return out
+
+
+def _check_made_in_forward(module: nn.Module, features: int, gen: torch.Generator) -> None:
+    """A Scaler that holds no tensor must make its vector of twos in forward (``x * 2`` makes none)."""
+    x = torch.randn(2, features, generator=gen)
+    with _ForwardWatch(x) as watch:
+        call(module, x, context=f"a {describe(x)}")
+    if not watch.constants:
+        raise Wrong(f"Scaler({features}) holds no tensor, and its forward multiplies by plain numbers only. "
+                    "The exercise asks for a constant vector of `features` twos that belongs to the module "
+                    "(so it follows `.to`): create it in `__init__` with `torch.full((features,), 2.0)` "
+                    "and register it with `self.register_buffer(...)`.")
+    if not any(len(shape) and shape[-1] == features for shape in watch.constants):
+        shapes = ", ".join(str(shape) for shape in dict.fromkeys(watch.constants))
+        raise Wrong(f"Scaler({features}) holds no tensor, and the constant its forward makes has shape {shapes}. "
+                    f"It should be a vector of {features} twos, shape ({features},): "
+                    "`torch.full((features,), 2.0)`, best made once in `__init__` and registered with "
+                    "`self.register_buffer(...)`.")
 
 
 def _plain_attribute_feedback(module: nn.Module, name: str, features: int) -> str:
@@ -419,7 +534,8 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
                     "Everything a module holds should follow `.to`: register tensors as buffers.")
     x = torch.randn(2, features, generator=gen).to(dev)
     try:
-        out = call(module, x, context=f"a {describe(x)}")
+        with _ForwardWatch(x) as watch:
+            out = call(module, x, context=f"a {describe(x)}")
     except Crashed as e:
         if isinstance(e.error, RuntimeError) and "device" in str(e.error):
             raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on a {describe(x)} raised: "
@@ -427,6 +543,13 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
                         "created there with no device (e.g. `torch.full(...)` inside forward) lands on the "
                         "CPU. Use the registered buffer, or `device=x.device`.") from None
         raise
+    if watch.mixes:  # meta let it through; a GPU would not
+        op, other = watch.mixes[0]
+        raise Wrong(f"After `.to(\"{dev}\")`, your Scaler's forward, given a {describe(x)}, sent `{op}` a "
+                    f"{describe(other)}. `{dev}` let that pass, but a GPU refuses it (\"Expected all tensors "
+                    f"to be on the same device\"). Something in `forward` is not on {dev}: a tensor created there "
+                    "with no device (e.g. `torch.full(...)` or `torch.diag(...)` inside forward) lands on the CPU. "
+                    "Register the constant as a buffer in `__init__`, or create it with `device=x.device`.")
     out = expect_tensor(out, f"Your Scaler's output for a {describe(x)}")
     if out.device != x.device:
         raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import traceback
 from typing import Any, Callable
 
 import torch
@@ -81,7 +82,8 @@ add_quiz(
     "GPU work is queued and runs asynchronously. `.item()` needs the value, so the CPU waits until the "
     "GPU has finished everything before it, then copies 4 bytes. The CPU can no longer run ahead and "
     "queue the next step. Keep the running total on the device and call `.item()` once at the end "
-    "(or every few hundred steps).",
+    "(or every few hundred steps). Add `loss.detach()` to that total, not `loss`: the loss requires "
+    "grad, and a total built from it keeps every step's autograd graph alive.",
 )
 
 
@@ -95,6 +97,9 @@ def _as_number(got: Any, what: str) -> float:
     if isinstance(got, bool) or not isinstance(got, numbers.Real):
         raise Wrong(f"{what} you returned {safe_repr(got)} ({type(got).__name__}); return a number of "
                     "seconds or GB/s as a Python float.")
+    if type(got) not in (int, float) and type(got).__module__ != "numpy":  # NumPy's scalars are fine
+        raise Wrong(f"{what} you returned {safe_repr(got)} of type `{type(got).__name__}`, not a plain Python "
+                    "number. Return a plain float: `float(...)` converts it.")
     value = float(got)
     if math.isnan(value):
         raise Wrong(f"{what} you returned NaN. Check for a division by zero or 0/0.")
@@ -115,8 +120,36 @@ def _diagnose(got: float, candidates: list[tuple[Callable[[], float], str]], def
     return default
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+def _fmt(want: float, got: float) -> tuple[str, str]:
+    """Both numbers, with enough digits to see how they differ (a rounded answer, too)."""
+    a, b = f"{want:.10g}", f"{got:.10g}"
+    return (a, b) if a != b else (repr(want), repr(got))
+
+
+def _rounding(got: float, want: float) -> str:
+    """How ``got`` looks rounded from ``want`` (e.g. "to 3 decimal places"), or "" if it does not."""
+    if not math.isfinite(want):
+        return ""
+
+    def same(a: float) -> bool:
+        return math.isclose(got, a, rel_tol=1e-9, abs_tol=1e-300) and not _close(a, want)
+
+    for d in range(0, 10):
+        scale = 10 ** d
+        if any(same(v) for v in (round(want, d), math.floor(want * scale) / scale)):
+            return "to a whole number" if d == 0 else f"to {d} decimal place{'s' if d > 1 else ''}"
+    for s in range(1, 10):
+        if same(float(f"{want:.{s}g}")):
+            return f"to {s} significant digit{'s' if s > 1 else ''}"
+    return ""
+
+
+def _rounded_feedback(got: float, want: float, unit: str) -> str:
+    how = _rounding(got, want)
+    if not how:
+        return ""
+    return (f"Your answer looks rounded {how} (by `round`, `int`, `//` or a format string). Return the full "
+            f"value; round only when you display it, e.g. `print(f\"{{value:.3g}} {unit}\")`.")
 
 
 # --- exercise 07.bandwidth_gbps ------------------------------------------------------------------
@@ -165,8 +198,10 @@ def _grade_bandwidth_gbps(answer: Any) -> str:
             (lambda: n * s / 1e9, "You multiplied by the time where you should divide by it: "
                                   "bandwidth = bytes / seconds."),
         ]
-        diagnosis = _diagnose(got, candidates, "Bandwidth in GB/s = bytes / seconds / 10**9.")
-        raise Wrong(f"{where} the bandwidth is {_fmt(want)} GB/s, you returned {_fmt(got)}. {diagnosis}")
+        diagnosis = (_diagnose(got, candidates, "") or _rounded_feedback(got, want, "GB/s")
+                     or "Bandwidth in GB/s = bytes / seconds / 10**9.")
+        want_text, got_text = _fmt(want, got)
+        raise Wrong(f"{where} the bandwidth is {want_text} GB/s, you returned {got_text}. {diagnosis}")
     return f"Right on {len(_BANDWIDTH_CASES)} copies, from 0 bytes to 12 GB, in decimal GB/s."
 
 
@@ -221,8 +256,10 @@ def _grade_transfer_time(answer: Any) -> str:
                                          "not bandwidth / bytes."),
             (lambda: lat * n / (bw * 1e9), "You multiplied the latency by the flowing time; add them."),
         ]
-        diagnosis = _diagnose(got, candidates, "Time = latency_s + nbytes / (bandwidth_gbps x 10**9).")
-        raise Wrong(f"{where} the model gives {_fmt(want)} s, you returned {_fmt(got)}. {diagnosis}")
+        diagnosis = (_diagnose(got, candidates, "") or _rounded_feedback(got, want, "s")
+                     or "Time = latency_s + nbytes / (bandwidth_gbps x 10**9).")
+        want_text, got_text = _fmt(want, got)
+        raise Wrong(f"{where} the model gives {want_text} s, you returned {got_text}. {diagnosis}")
     return f"Right on {len(_TIME_CASES)} copies, from 0 bytes (all latency) to 1 GB (nearly all bandwidth)."
 
 
@@ -427,6 +464,39 @@ def _check_values(fn: Callable, devices: list[torch.device], gen: torch.Generato
                             f"{_preview(got)}." + _diagnose_values(got, want, originals))
 
 
+#: What PyTorch says when code needs an accelerator that this machine lacks (pinning memory does).
+_NO_ACCELERATOR = ("cannot access accelerator device when none is available", "found no nvidia driver",
+                   "no pinned memory allocator", "torch not compiled with cuda", "no cuda gpus are available")
+
+
+def _no_accelerator_feedback(e: Crashed) -> Wrong | None:
+    """Feedback for code that needs an accelerator on a machine without one, or None."""
+    message = str(e.error)
+    if not isinstance(e.error, (RuntimeError, AssertionError)) or not any(
+            text in message.lower() for text in _NO_ACCELERATOR):
+        return None
+    try:
+        lines = [frame.line or "" for frame in traceback.extract_tb(e.error.__traceback__)]
+    except Exception:
+        lines = []
+    said = f"your code raised {type(e.error).__name__}: {safe_repr(message, 200)}"
+    if "pin" in message.lower() or any("pin_memory" in line for line in lines):
+        return Wrong(
+            f"With {e.context}, {said}\nPinning memory (`.pin_memory()`, `pin_memory=True`) needs an "
+            "accelerator: the accelerator's driver sets up the pinned (page-locked) memory, so on a machine "
+            "without one it fails. The message depends on the PyTorch build: \"Cannot access accelerator "
+            "device when none is available.\" on a CPU-only build, \"Found no NVIDIA driver on your "
+            "system\" on a CUDA build without a GPU. This exercise does not need pinning: stack the batches "
+            "and move them with one `.to(device)`. To keep it anyway, pin only when the copy goes to a GPU: "
+            "`if device.type == \"cuda\": stacked = stacked.pin_memory()`.")
+    return Wrong(f"With {e.context}, {said}\nThat call needs an accelerator, and this machine has none. Here "
+                 "that usually comes from pinning memory (`.pin_memory()`, `pin_memory=True`: the accelerator's "
+                 "driver sets pinned memory up) or from naming a GPU yourself (`.cuda()`, `\"cuda\"`). The "
+                 "exercise needs neither: stack the batches and move them with one `.to(device)`, using the "
+                 "`device` you are given; that works for every device, the CPU included. To pin anyway, pin "
+                 "only when the copy goes to a GPU: `if device.type == \"cuda\": stacked = stacked.pin_memory()`.")
+
+
 @grader("07.sum_batches", reference=sum_batches, title="Move once, add on the device", hints=(
     "Moving each batch separately pays the latency once per batch. How can you put all the batches "
     "into a single tensor while they are still on the CPU?",
@@ -447,17 +517,23 @@ def _grade_sum_batches(answer: Any) -> str:
     # 3. values on the accelerator. Counting before reading accelerator values means an answer
     # that never moves the batches is told so, not that its result came back to the CPU.
     cpu_devices = [d for d in value_devices if d.type == "cpu"]
-    _check_values(fn, cpu_devices, gen)
-    for dev in count_devices:
-        for count, shape, dtype in _COUNT_CASES:
-            batches = _make_batches(count, shape, dtype, gen)
-            originals, saved = list(batches), [b.clone() for b in batches]
-            label = _label(batches, dev)
-            got, seen = _call_and_count(fn, batches, dev, label)
-            _check_counts(got, seen, originals, dev, label)
-            _check_inputs_untouched(batches, originals, saved, label)
-            _check_result(got, torch.empty(shape, dtype=dtype, device="meta"), originals, dev, label)
-    _check_values(fn, [d for d in value_devices if d.type != "cpu"], gen)
+    try:
+        _check_values(fn, cpu_devices, gen)
+        for dev in count_devices:
+            for count, shape, dtype in _COUNT_CASES:
+                batches = _make_batches(count, shape, dtype, gen)
+                originals, saved = list(batches), [b.clone() for b in batches]
+                label = _label(batches, dev)
+                got, seen = _call_and_count(fn, batches, dev, label)
+                _check_counts(got, seen, originals, dev, label)
+                _check_inputs_untouched(batches, originals, saved, label)
+                _check_result(got, torch.empty(shape, dtype=dtype, device="meta"), originals, dev, label)
+        _check_values(fn, [d for d in value_devices if d.type != "cpu"], gen)
+    except Crashed as e:
+        wrong = _no_accelerator_feedback(e)
+        if wrong is None:
+            raise
+        raise wrong from None
 
     where = ", ".join(str(d) for d in value_devices)
     counted = ", ".join(str(d) for d in count_devices)

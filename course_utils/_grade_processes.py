@@ -1,0 +1,273 @@
+"""Process control for ``python -m course_utils grade``: ``/proc`` and ``prctl`` on Linux.
+
+Private to :mod:`course_utils.grade` (the grader) and :mod:`course_utils._grade_worker` (its fork
+server and each run's supervisor). With these they find every process a submission started,
+whichever process group or session it moved to; measure the memory of all of them together;
+resume a grading process that learner code stopped (``SIGSTOP``); and kill them all. Nothing here
+runs learner code.
+
+Without ``/proc`` (macOS) :func:`process_table` is empty and :func:`prctl` does nothing, so grading
+falls back to killing process groups, and the memory limit is the per-process ``RLIMIT_DATA`` only.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Iterable, Optional
+
+#: ``prctl`` options (``<linux/prctl.h>``).
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@lru_cache(maxsize=None)
+def _libc() -> Optional[ctypes.CDLL]:
+    """The C library, on Linux; ``None`` elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:  # pragma: no cover - a static Python
+        return None
+
+
+def prctl(option: int, value: int) -> bool:
+    """Call Linux ``prctl(option, value)``; ``False`` where it is unavailable or refused."""
+    libc = _libc()
+    if libc is None:
+        return False
+    try:
+        return libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0
+    except (AttributeError, ctypes.ArgumentError):  # pragma: no cover - no prctl symbol
+        return False
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One line of the process table: ids and state (``R``, ``S``, ``T`` stopped, ``Z`` zombie...)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+
+
+def read_proc(pid: int) -> Optional[Proc]:
+    """The process ``pid`` from ``/proc/<pid>/stat``, or ``None`` if it does not exist (or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return Proc(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
+    except (IndexError, ValueError):
+        return None
+
+
+def process_table() -> dict[int, Proc]:
+    """Every process this user can see, by pid (empty without ``/proc``)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return {}
+    table = {}
+    for name in names:
+        if name.isdigit():
+            proc = read_proc(int(name))
+            if proc is not None:
+                table[proc.pid] = proc
+    return table
+
+
+def descendants(table: dict[int, Proc], root: int) -> set[int]:
+    """Pids of every process below ``root`` in ``table`` (not ``root`` itself)."""
+    children: dict[int, list[int]] = {}
+    for proc in table.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found and child != root:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def run_processes(table: dict[int, Proc], session: int, worker: Optional[int]) -> set[int]:
+    """The live processes of one grading run: everything in the supervisor's ``session`` or the
+    worker's process group, and everything below the supervisor (a subreaper, so it adopts the
+    orphans that left both) or below the worker. Includes the supervisor; zombies are left out."""
+    pids = descendants(table, session) | {p.pid for p in table.values() if p.sid == session}
+    if worker is not None:
+        pids |= descendants(table, worker) | {p.pid for p in table.values() if p.pgid == worker}
+        pids.add(worker)
+    return _alive(pids, table)
+
+
+def _alive(pids: Iterable[int], table: dict[int, Proc]) -> set[int]:
+    """The pids in ``pids`` whose process is in ``table`` and not a zombie."""
+    return {pid for pid in pids if pid in table and table[pid].state not in "ZX"}
+
+
+def private_memory(pid: int) -> Optional[int]:
+    """Bytes of memory that only ``pid`` holds (private pages, and swap), from
+    ``/proc/<pid>/smaps_rollup`` (Linux 4.14+); ``None`` where that cannot be read.
+
+    Pages a forked process still shares with its parent are not counted, so a fork costs nothing
+    until it writes."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    total = 0
+    for line in lines:
+        if line.startswith((b"Private_Clean:", b"Private_Dirty:", b"Swap:")):
+            try:
+                total += int(line.split()[1]) << 10
+            except (IndexError, ValueError):
+                pass
+    return total
+
+
+def memory_of(pid: int) -> int:
+    """What ``pid`` costs in memory: :func:`private_memory`, else (a process that made itself
+    unreadable) its whole resident size, shared pages included; 0 once it has gone."""
+    private = private_memory(pid)
+    if private is not None:
+        return private
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def resume_if_stopped(pid: Optional[int]) -> bool:
+    """Send ``SIGCONT`` to ``pid`` if it is stopped (``T``); True if it was."""
+    if not pid:
+        return False
+    proc = read_proc(pid)
+    if proc is None or proc.state != "T":
+        return False
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        return False
+    return True
+
+
+def signal_all(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to each pid, ignoring those that have gone."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def kill_until_gone(find: Callable[[], set[int]], seconds: float = 5.0, reap: bool = False) -> bool:
+    """``SIGKILL`` what ``find()`` returns, again and again, until it returns nothing (a process can
+    fork between one look and the kill). ``reap`` also waits for this process's dead children.
+
+    Returns:
+        True when nothing was left within ``seconds``.
+    """
+    deadline = time.monotonic() + seconds
+    delay = 0.0
+    while True:
+        if reap:
+            reap_children()
+        pids = find()
+        if not pids:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        signal_all(pids)
+        time.sleep(delay)
+        delay = min(0.05, delay + 0.005)
+
+
+def reap_children(worker: Optional[int] = None) -> Optional[int]:
+    """Wait for every child of this process that has ended (without blocking).
+
+    Returns:
+        ``worker``'s wait status if it was among them, else ``None``.
+    """
+    status = None
+    while True:
+        try:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return status
+        if pid == 0:
+            return status
+        if pid == worker:
+            status = code
+
+
+def below(root: int) -> set[int]:
+    """The live (not zombie) processes below ``root``, from a fresh look at ``/proc``."""
+    table = process_table()
+    return _alive(descendants(table, root), table)
+
+
+def supervise(worker: int, report_fd: int) -> Optional[int]:
+    """Wait until the child ``worker`` ends, then kill every process left below this one.
+
+    Runs in a subreaper (``PR_SET_CHILD_SUBREAPER``): the orphans of anything the worker started,
+    double-forked daemons included, are adopted here and killed with the rest.
+
+    Args:
+        worker: pid of the child to wait for.
+        report_fd: the write end of the pipe the grader reads; when the grader closes it (it
+            gave up on the run, or died) the worker is killed at once.
+
+    Returns:
+        The worker's wait status, or ``None`` when the grader went away first.
+    """
+    poller = select.poll()
+    poller.register(report_fd, 0)  # POLLERR (no reader left) is always reported
+    try:
+        worker_fd: Optional[int] = os.pidfd_open(worker)  # readable when the worker ends (Linux 5.3+)
+        poller.register(worker_fd, select.POLLIN)
+    except (AttributeError, OSError):
+        worker_fd = None
+    status = None
+    try:
+        while True:
+            events = poller.poll(None if worker_fd is not None else 50)
+            status = reap_children(worker)
+            if status is not None or any(fd == report_fd for fd, _ in events):
+                break
+    finally:
+        if worker_fd is not None:
+            os.close(worker_fd)
+        me = os.getpid()
+        try:
+            os.killpg(worker, signal.SIGKILL)  # the worker's group: all there is without /proc
+        except OSError:
+            pass
+        kill_until_gone(lambda: below(me), reap=True)
+        reap_children()
+    return status
+
+
+def describe_status(status: int) -> str:
+    """``"exit N"`` or ``"signal N"`` for a wait status."""
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit {os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255}"

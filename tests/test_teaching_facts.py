@@ -1,0 +1,351 @@
+"""The PyTorch facts the lessons teach, run directly against the installed PyTorch.
+
+Each notebook proves its claims in a cell; these tests repeat the same facts outside the notebooks so that
+the suite fails, with a readable name, the day a PyTorch release makes one of them false. Facts that only a
+CUDA GPU can show are marked ``gpu`` (skipped visibly elsewhere) and also need CUDA itself.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+
+import pytest
+import torch
+
+from course_utils.exercises import _restore_default_device
+from torch import nn
+from torch.overrides import _get_current_function_mode_stack
+
+from course_utils.lessons.l01_tensors import nbytes
+
+cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def raised(fn, kind=RuntimeError) -> str:
+    with pytest.raises(kind) as info:
+        fn()
+    return str(info.value)
+
+
+@pytest.fixture
+def restore_default_device():
+    yield
+    _restore_default_device(None)   # also tidies what PyTorch 2.7 leaves behind
+
+
+# --- item 1: a running loss total (lessons 02 and 07) ------------------------------------------------
+
+def _loss_nodes(t: torch.Tensor) -> int:
+    """How many `mean()` results the autograd graph behind ``t`` still holds."""
+    seen, stack, count = set(), [t.grad_fn], 0
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        count += node.name().startswith("MeanBackward")
+        stack.extend(next_fn for next_fn, _ in node.next_functions)
+    return count
+
+
+def test_adding_the_loss_keeps_every_steps_graph_and_detach_does_not():
+    net, x = nn.Linear(8, 1), torch.randn(16, 8)
+    kept, detached = torch.zeros(()), torch.zeros(())
+    for _ in range(3):
+        loss = net(x).square().mean()
+        kept += loss
+        detached += loss.detach()
+    assert kept.requires_grad and kept.grad_fn is not None
+    assert _loss_nodes(kept) == 3                     # all three steps' graphs are still attached
+    assert not detached.requires_grad and detached.grad_fn is None
+    assert torch.allclose(kept.detach(), detached)
+
+
+def test_no_grad_builds_no_graph_for_an_evaluation_total():
+    net, x = nn.Linear(8, 1), torch.randn(16, 8)
+    with torch.no_grad():
+        total = torch.zeros(())
+        for _ in range(3):
+            total += net(x).square().mean()
+    assert not total.requires_grad
+
+
+# --- item 2: torch.set_default_device (lesson 01) ----------------------------------------------------
+
+def test_set_default_device_is_per_thread(restore_default_device):
+    torch.set_default_device("meta")
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append((torch.ones(1).device, torch.empty(0).device)))
+    worker.start()
+    worker.join()
+    assert torch.ones(1).device.type == "meta"
+    assert seen[0][0].type == "cpu" and seen[0][1].type == "cpu"
+
+
+def test_restoring_cpu_leaves_a_function_mode_and_none_removes_it(restore_default_device):
+    torch.set_default_device(None)
+    assert len(_get_current_function_mode_stack()) == 0
+    torch.set_default_device("cpu")
+    assert len(_get_current_function_mode_stack()) == 1          # still installed: every call pays for it
+    assert torch.empty(0).device == torch.device("cpu")
+    torch.set_default_device(None)
+    assert len(_get_current_function_mode_stack()) == 0
+    assert torch.empty(0).device == torch.device("cpu")
+
+
+def test_the_lessons_restore_pattern_leaves_no_mode(restore_default_device):
+    torch.set_default_device(None)
+    previous = torch.empty(0).device
+    torch.set_default_device("meta")
+    try:
+        assert torch.ones(1).device.type == "meta"
+    finally:
+        torch.set_default_device(None if previous.type == "cpu" else previous)
+    assert torch.ones(1).device.type == "cpu" and len(_get_current_function_mode_stack()) == 0
+
+
+# --- item 3: Tensor.to returns self when nothing changes ---------------------------------------------
+
+def test_tensor_to_returns_self_when_nothing_changes_and_a_new_tensor_otherwise():
+    t = torch.randn(3)
+    assert t.to("cpu") is t and t.to(torch.float32) is t and t.to(t) is t
+    assert t.to("cpu", copy=True) is not t
+    assert t.to(torch.float64) is not t and t.to("meta") is not t
+    assert t.device.type == "cpu" and t.dtype == torch.float32     # never changed in place
+
+
+# --- item 4: refilling a pinned buffer (lesson 07) ---------------------------------------------------
+
+@pytest.mark.gpu
+@cuda_only
+def test_refilling_a_pinned_buffer_before_its_copy_finishes_changes_what_the_gpu_gets():
+    device = torch.device("cuda")
+    busy = torch.randn(4096, 4096, device=device)
+    pinned = torch.empty(1_000_000, pin_memory=True)
+    on_gpu = torch.empty(1_000_000, device=device)
+
+    def send_then_refill(wait_for_copy):
+        torch.cuda.synchronize()
+        pinned.fill_(1.0)
+        for _ in range(50):
+            busy @ busy
+        on_gpu.copy_(pinned, non_blocking=True)
+        copied = torch.cuda.Event()
+        copied.record()
+        if wait_for_copy:
+            copied.synchronize()
+        pinned.fill_(2.0)
+        torch.cuda.synchronize()
+        return sorted(set(on_gpu.tolist()))
+
+    assert send_then_refill(False) != [1.0]      # the copy read the refilled buffer
+    assert send_then_refill(True) == [1.0]
+
+
+# --- item 5: where PyTorch does move a tensor (lesson 06) --------------------------------------------
+
+def test_ordinary_ops_do_not_move_a_cpu_tensor():
+    message = raised(lambda: torch.ones(3, device="meta") + torch.ones(3))
+    assert "cpu" in message and "meta" in message
+
+
+def test_a_zero_dim_cpu_tensor_joins_elementwise_ops_and_a_one_dim_one_does_not():
+    a = torch.ones(3, device="meta")
+    assert (a * torch.tensor(2.0)).device.type == "meta"
+    raised(lambda: a * torch.tensor([2.0]))
+
+
+def test_cpu_index_and_mask_tensors_index_a_tensor_on_another_device():
+    data = torch.arange(6.0, device="meta")
+    index, mask = torch.tensor([0, 2, 4]), torch.tensor([True, False] * 3)
+    assert data[index].device.type == "meta" and data[mask].device.type == "meta"
+    data[mask] = -1.0
+    assert data.device.type == "meta"
+    assert torch.ones(3, device="meta")[torch.tensor([0, 1])].shape == (2,)
+
+
+def test_optimizer_load_state_dict_moves_the_state_to_the_parameters_device():
+    old = nn.Linear(4, 2)
+    old_opt = torch.optim.Adam(old.parameters(), lr=0.01)
+    old(torch.randn(8, 4)).sum().backward()
+    old_opt.step()
+    saved = old_opt.state_dict()
+    assert saved["state"][0]["exp_avg"].device.type == "cpu"
+    model = nn.Linear(4, 2).to("meta")
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt.load_state_dict(saved)
+    state = opt.state[model.weight]
+    assert state["exp_avg"].device.type == "meta" and state["step"].device.type == "cpu"
+
+
+def test_meta_lets_a_zero_dim_cpu_tensor_into_addmm():
+    m = torch.ones(2, 2, device="meta")
+    assert torch.addmm(torch.tensor(1.0), m, m).device.type == "meta"
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_cuda_edges_of_the_same_device_rule():
+    device = torch.device("cuda")
+    a = torch.ones(3, device=device)
+    assert (a * torch.tensor(2.0)).device.type == "cuda"
+    raised(lambda: a * torch.tensor([2.0]))
+    m = torch.ones(2, 2, device=device)
+    message = raised(lambda: torch.addmm(torch.tensor(1.0), m, m))     # per-argument checks: no 0-dim pass
+    assert "cpu" in message and "cuda" in message
+    data = torch.arange(6.0, device=device)
+    mask = torch.tensor([True, False] * 3)
+    assert data[torch.tensor([0, 2, 4])].tolist() == data[mask].tolist() == [0.0, 2.0, 4.0]
+    data[mask] = -1.0
+    assert data.tolist() == [-1.0, 1.0, -1.0, 3.0, -1.0, 5.0]
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_optimizer_load_state_dict_moves_cpu_state_to_cuda():
+    old = nn.Linear(4, 2)
+    old_opt = torch.optim.Adam(old.parameters(), lr=0.01)
+    old(torch.randn(8, 4)).sum().backward()
+    old_opt.step()
+    model = nn.Linear(4, 2).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt.load_state_dict(old_opt.state_dict())
+    assert opt.state[model.weight]["exp_avg"].device.type == "cuda"
+    assert torch.equal(opt.state[model.weight]["exp_avg"].cpu(), old_opt.state[old.weight]["exp_avg"])
+
+
+# --- item 6: hidden synchronisations (lessons 02 and 07) ---------------------------------------------
+
+def test_numpy_off_the_cpu_raises_type_error_asking_for_cpu():
+    message = raised(lambda: torch.ones(2, device="meta").numpy(), TypeError)
+    assert message == ("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                       "to host memory first.")
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_numpy_on_a_cuda_tensor_raises_type_error():
+    message = raised(lambda: torch.ones(2, device="cuda").numpy(), TypeError)
+    assert message.startswith("can't convert cuda:") and "Use Tensor.cpu() to copy the tensor" in message
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_a_plain_copy_to_the_gpu_synchronises_and_a_pinned_non_blocking_one_does_not():
+    host = torch.ones(100_000)
+    pinned = host.pin_memory()
+
+    def flagged(copy):
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                copy()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return sum("called a synchronizing" in str(c.message) for c in caught)
+
+    assert flagged(lambda: host.to("cuda")) >= 1
+    assert flagged(lambda: pinned.to("cuda", non_blocking=True)) == 0
+
+
+# --- item 7: builds and CUDA_VISIBLE_DEVICES (lesson 04) ---------------------------------------------
+
+def test_is_built_agrees_with_the_cuda_and_hip_versions():
+    assert torch.backends.cuda.is_built() == (torch.version.cuda is not None or torch.version.hip is not None)
+
+
+@pytest.mark.skipif(torch.backends.cuda.is_built(), reason="a CUDA or ROCm build")
+def test_cuda_on_a_build_without_cuda_or_rocm_raises_assertion_error():
+    assert torch.version.cuda is None and torch.version.hip is None
+    assert raised(lambda: torch.ones(1).cuda(), AssertionError) == "Torch not compiled with CUDA enabled"
+
+
+def test_import_torch_does_not_initialise_cuda():
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_initialized())"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_cuda_visible_devices_counts_only_before_cuda_is_initialised():
+    code = ("import os, torch; {before}os.environ['CUDA_VISIBLE_DEVICES'] = ''; "
+            "print(torch.cuda.is_available())")
+
+    def child(before):
+        return subprocess.run([sys.executable, "-c", code.format(before=before)], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    assert child("") == "False"
+    assert child("torch.cuda.init(); ") == "True"
+
+
+# --- item 8: views, device types, assign=True, the default device ------------------------------------
+
+def test_a_views_elements_can_outnumber_its_storage_and_nbytes_counts_elements():
+    wide = torch.zeros(1).expand(1000)
+    assert wide.untyped_storage().nbytes() == 4
+    assert nbytes(wide) == wide.nbytes == 4000
+    every_other = torch.arange(10, dtype=torch.float32)[::2]
+    assert nbytes(every_other) == 20 and every_other.untyped_storage().nbytes() == 40
+
+
+def test_only_cuda_devices_have_type_cuda():
+    assert [torch.device(d).type == "cuda" for d in ("cuda:1", "mps:0", "xpu:0")] == [True, False, False]
+
+
+def test_map_location_cpu_with_assign_true_puts_the_model_on_the_cpu():
+    path = os.path.join(tempfile.mkdtemp(), "linear.pt")
+    torch.save(nn.Linear(4, 2).state_dict(), path)
+    model = nn.Linear(4, 2).to("meta")
+    model.load_state_dict(torch.load(path, map_location="cpu"), assign=True)
+    assert model.weight.device.type == "cpu"
+    model = nn.Linear(4, 2).to("meta")
+    model.load_state_dict(torch.load(path, map_location="meta"), assign=True)
+    assert model.weight.device.type == "meta"
+    model = nn.Linear(4, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.to("meta").load_state_dict(torch.load(path, map_location="cpu"))    # no assign: copies in place
+    assert model.weight.device.type == "meta"
+
+
+def test_factory_functions_allocate_on_the_default_device(restore_default_device):
+    with torch.device("meta"):
+        assert torch.zeros(2).device.type == "meta"
+    torch.set_default_device("meta")
+    assert torch.randn(2).device.type == "meta"
+
+
+# --- item 9: meta is more lenient than CUDA ----------------------------------------------------------
+
+def test_meta_accepts_cpu_indices_in_index_select_and_gather():
+    index = torch.tensor([0, 2])
+    assert torch.zeros(4, device="meta").index_select(0, index).device.type == "meta"
+    gathered = torch.gather(torch.ones(3, 3, device="meta"), 0, torch.zeros(1, 3, dtype=torch.long))
+    assert gathered.device.type == "meta"
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_cuda_refuses_cpu_indices_in_index_select_and_gather():
+    index = torch.tensor([0, 2])
+    message = raised(lambda: torch.zeros(4, device="cuda").index_select(0, index))
+    assert "cpu" in message and "cuda" in message
+    raised(lambda: torch.gather(torch.ones(3, 3, device="cuda"), 0, torch.zeros(1, 3, dtype=torch.long)))
+
+
+# --- item 10: super().__init__() (lesson 03) ---------------------------------------------------------
+
+def test_a_module_without_super_init_cannot_hold_a_layer():
+    class Forgetful(nn.Module):
+        def __init__(self):
+            self.layer = nn.Linear(4, 2)
+
+    message = raised(Forgetful, AttributeError)
+    assert message == "cannot assign module before Module.__init__() call"
