@@ -220,17 +220,7 @@ def test_optimizer_load_state_dict_moves_cpu_state_to_cuda():
 
 # --- item 6: hidden synchronisations (lessons 02 and 07) ---------------------------------------------
 
-def test_numpy_off_the_cpu_raises_type_error_asking_for_cpu():
-    message = raised(lambda: torch.ones(2, device="meta").numpy(), TypeError)
-    assert message == ("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
-                       "to host memory first.")
-
-
-@pytest.mark.gpu
-@cuda_only
-def test_numpy_on_a_cuda_tensor_raises_type_error():
-    message = raised(lambda: torch.ones(2, device="cuda").numpy(), TypeError)
-    assert message.startswith("can't convert cuda:") and "Use Tensor.cpu() to copy the tensor" in message
+# `.numpy()` off the CPU raises a TypeError: tests/test_more_facts.py (item 17) checks it on meta and CUDA.
 
 
 @pytest.mark.gpu
