@@ -1,5 +1,5 @@
 """Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
-| ``list`` | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.grade`).
+| ``list`` | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`).
 """
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import runpy
 import sys
 
-from . import grade
+from . import classroom
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     p_grade = sub.add_parser("grade", help="grade submitted notebooks in isolated processes, into a CSV",
                              description="Grade each notebook's answer cells in a fresh, time- and "
                                          "memory-limited process with the course's own checks.")
-    grade.add_arguments(p_grade)
+    classroom.add_arguments(p_grade)
     args = parser.parse_args(argv)
 
     from . import store, widgets
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "solution":
             print(widgets.solution(args.exercise_id))
         elif args.command == "grade":
-            return grade.run(args)
+            return classroom.run(args)
         elif args.command == "check":
             ex = get_exercise(args.exercise_id)
             try:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import grade
+from course_utils import classroom
+from course_utils.classroom import messages, submissions
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import cell_source, exercise_cells, with_solutions
@@ -108,6 +109,30 @@ NOTEBOOKS = {
         "    except OSError:\n"
         "        pass\n"
         "def nbytes(t):\n    raise NotImplementedError\n")}),
+    # garbage (no line end) on every descriptor, then tampering, during the check: the report survives
+    "subs/garbles_then_tampers.ipynb": lesson01({"01.nbytes": (
+        "import os\n"
+        "def nbytes(t):\n"
+        "    for fd in range(3, 256):\n"
+        "        try:\n"
+        "            os.write(fd, b'garbage without a line end')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    cu.check = lambda *a, **k: None\n"
+        "    return t.numel() * t.element_size()\n")}),
+    # every descriptor pointed at /dev/null, then tampering: no report can arrive, the exit code says it
+    "subs/silences_then_tampers.ipynb": lesson01({"01.nbytes": (
+        "import os\n"
+        "def nbytes(t):\n"
+        "    null = os.open(os.devnull, os.O_WRONLY)\n"
+        "    for fd in range(3, 256):\n"
+        "        if fd != null:\n"
+        "            try:\n"
+        "                os.dup2(null, fd)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    cu.check = lambda *a, **k: None\n"
+        "    return t.numel() * t.element_size()\n")}),
     "subs/uses_reference.ipynb": lesson01({
         "01.nbytes": "from course_utils.lessons.l01_tensors import nbytes\n",
         "01.blank_like": ("import importlib\n"  # a module name the static scan cannot see
@@ -187,7 +212,7 @@ def scores(batch, submission: str) -> dict[str, int]:
 def test_the_batch_runs_and_writes_one_row_per_exercise_plus_a_total(batch):
     assert batch["code"] == 0, batch["err"]
     lines = batch["text"].splitlines()
-    assert lines[0] == ",".join(grade.CSV_HEADER)
+    assert lines[0] == ",".join(classroom.CSV_HEADER)
     submissions = {sub for sub, _ in batch["rows"]}
     assert len(submissions) == len(NOTEBOOKS) - 1 + 2  # checkpoint copy ignored; two broken files
     assert not any("ipynb_checkpoints" in s for s in submissions)
@@ -258,11 +283,18 @@ def test_errors_in_answer_cells(batch):
     ("subs/tamper_registry.ipynb", "exercise 01.nbytes"),
     ("subs/tamper_torch_equal.ipynb", "torch.equal"),
     ("subs/tamper_during_check.ipynb", "course_utils.grading.Wrong (while 01.nbytes was being checked)"),
+    ("subs/garbles_then_tampers.ipynb", "course_utils.check (while 01.nbytes was being checked)"),
 ])
 def test_tampering_earns_nothing_and_says_what_changed(batch, submission, changed):
     assert scores(batch, submission) == {"01.blank_like": 0, "01.nbytes": 0, "TOTAL": 0}
     for ex_id in ("01.nbytes", "01.blank_like", "TOTAL"):
         assert f"changes {changed}" in row(batch, submission, ex_id)["feedback"]
+
+
+def test_tampering_whose_report_cannot_arrive_still_costs_the_whole_submission(batch):
+    sub = "subs/silences_then_tampers.ipynb"
+    assert scores(batch, sub) == {"01.blank_like": 0, "01.nbytes": 0, "TOTAL": 0}
+    assert "changes what the grader relies on" in row(batch, sub, "TOTAL")["feedback"]
 
 
 @pytest.mark.parametrize("submission", ["subs/edited_check_cells.ipynb", "subs/prints_passed.ipynb",
@@ -361,9 +393,9 @@ def test_other_subcommands_still_work(capsys):
 def test_forged_messages_are_rejected():
     key = b"k" * 32
     message = {"t": "result", "exercise": "01.nbytes", "status": "passed", "feedback": ""}
-    assert grade._unsign(key, grade.sign(key, message)) == message
-    assert grade._unsign(key, grade.sign(b"x" * 32, message)) is None
-    assert grade._unsign(key, b"0" * 64 + b" " + json.dumps(message).encode()) is None
+    assert messages.unsign(key, messages.sign(key, message)) == message
+    assert messages.unsign(key, messages.sign(b"x" * 32, message)) is None
+    assert messages.unsign(key, b"0" * 64 + b" " + json.dumps(message).encode()) is None
 
 
 @pytest.mark.parametrize("code, found", [
@@ -375,19 +407,19 @@ def test_forged_messages_are_rejected():
     ("def f(x):\n    return torch.stack([x, x])\n", None),
 ])
 def test_reaches_into_course(code, found):
-    assert grade.reaches_into_course(code) == found
+    assert submissions.reaches_into_course(code) == found
 
 
 def test_malformed_cells_are_reported_without_running_anything(tmp_path):
     nb = {"cells": [{"cell_type": "code", "metadata": {"course": {"exercise": "01.nbytes"}}, "source": [1, 2]}]}
     (tmp_path / "01_odd.ipynb").write_text(json.dumps(nb))
-    graded = grade.grade_notebook(str(tmp_path / "01_odd.ipynb"))
+    graded = classroom.grade_notebook(str(tmp_path / "01_odd.ipynb"))
     assert graded.points == 0 and graded.max_points == 2 and "cells are malformed" in graded.note
 
 
 def test_lesson_detection():
-    cells = grade.answer_cells(NB01)
+    cells = classroom.answer_cells(NB01)
     assert [c[1] for c in cells] == ["01.nbytes", "01.blank_like"]
-    assert grade.lesson_of("whatever.ipynb", cells) == "01"
-    assert grade.lesson_of("03_to_device.ipynb") == "03"
-    assert grade.lesson_of("alice.ipynb") is None
+    assert classroom.lesson_of("whatever.ipynb", cells) == "01"
+    assert classroom.lesson_of("03_to_device.ipynb") == "03"
+    assert classroom.lesson_of("alice.ipynb") is None

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import grade
+from course_utils import classroom
+from course_utils.classroom import cli, grader, runs, submissions
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import exercise_cells, with_solutions
@@ -38,7 +39,7 @@ L01 = [e for e in exercise_ids() if get_exercise(e).lesson == "01"]
 SOL = {ex_id: get_exercise(ex_id).solution_source for ex_id in L01}
 NBYTES, OTHER = "01.nbytes", next(e for e in L01 if e != "01.nbytes")
 LIMITS = ["--timeout", "20", "--cell-timeout", "10", "--check-timeout", "5", "--memory-mb", "640"]
-SMALL = grade.Limits(timeout=20, cell_timeout=10, check_timeout=5, memory_mb=640)
+SMALL = classroom.Limits(timeout=20, cell_timeout=10, check_timeout=5, memory_mb=640)
 
 # Learner code that finds the grading processes above it, as a determined learner would.
 FIND = ("import os, signal\n"
@@ -52,7 +53,7 @@ FIND = ("import os, signal\n"
         "    with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
         "        return f.read()\n"
         "def server():  # the topmost process running the fork server's code\n"
-        "    return [p for p in ancestors() if b'_grade_worker import serve' in cmdline(p)][-1]\n"
+        "    return [p for p in ancestors() if b'classroom.worker import serve' in cmdline(p)][-1]\n"
         "def grader():\n"
         "    return next(p for p in ancestors() if b'-m\\x00course_utils\\x00grade' in cmdline(p))\n")
 
@@ -134,7 +135,7 @@ def odd_batch(tmp_path_factory):
         "surrogate.ipynb": json.dumps(solved("# a comment with a lone surrogate: \ud800\n")),
         "deep_expression.ipynb": solved("x = " + "-" * 100_000 + "1\n"),
         "null_byte.ipynb": solved("x = 1  # \x00\n"),
-        "too_long.ipynb": solved("x = 1\n" * (grade.MAX_ANSWER_CHARS // 6 + 1)),
+        "too_long.ipynb": solved("x = 1\n" * (submissions.MAX_ANSWER_CHARS // 6 + 1)),
         "01_deep.ipynb": "[" * 100_000 + "]" * 100_000,
         "renamed.ipynb": renamed,
         "no_clue.ipynb": "this is not a notebook",
@@ -221,7 +222,7 @@ def test_a_fifo_is_not_read(tmp_path):
 
     def read() -> None:
         try:
-            grade.read_notebook(str(fifo))
+            classroom.read_notebook(str(fifo))
             outcome.append(None)
         except BaseException as e:
             outcome.append(e)
@@ -233,7 +234,7 @@ def test_a_fifo_is_not_read(tmp_path):
         with open(fifo, "w"):
             pass
         pytest.fail("reading a FIFO blocked")
-    assert isinstance(outcome[0], grade.InvalidSubmission) and "not a regular file" in str(outcome[0])
+    assert isinstance(outcome[0], classroom.InvalidSubmission) and "not a regular file" in str(outcome[0])
 
 
 def test_a_grader_error_still_gives_the_lessons_rows(tmp_path, monkeypatch):
@@ -242,15 +243,15 @@ def test_a_grader_error_still_gives_the_lessons_rows(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(grade, "grade_notebook", broken)
-    [graded] = grade.grade_all([str(tmp_path / "01_x.ipynb")], SMALL)
+    monkeypatch.setattr(grader, "grade_notebook", broken)
+    [graded] = classroom.grade_all([str(tmp_path / "01_x.ipynb")], SMALL)
     assert [r.exercise for r in graded.rows] == L01 and "internal grader error" in graded.note
 
 
 # --- a batch nothing can stop ------------------------------------------------------------------
 
 def test_stopping_or_killing_the_workers_parents_does_not_stop_the_batch(tmp_path, monkeypatch):
-    monkeypatch.setattr(grade, "STARTUP_LIMIT", 30.0)  # before the fix, each later student waited this long
+    monkeypatch.setattr(runs, "STARTUP_LIMIT", 30.0)  # before the fix, each later student waited this long
     write(tmp_path, {
         "a1_stops_its_parent.ipynb": solved("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n"),
         "a2_stops_the_server.ipynb": solved(FIND + "os.kill(server(), signal.SIGSTOP)\n"),
@@ -259,7 +260,7 @@ def test_stopping_or_killing_the_workers_parents_does_not_stop_the_batch(tmp_pat
         "b_solved.ipynb": solved(),
     })
     paths = sorted(str(p) for p in tmp_path.glob("*.ipynb"))
-    grades = {Path(g.submission).name: g for g in grade.grade_all(paths, SMALL, jobs=1)}
+    grades = {Path(g.submission).name: g for g in classroom.grade_all(paths, SMALL, jobs=1)}
     killer = grades.pop("a4_kills_its_parent.ipynb")  # its own run's supervisor: the whole submission scores 0
     assert killer.points == 0 and "supervises this submission's run was killed" in killer.note, killer.rows
     for name, graded in grades.items():
@@ -320,7 +321,7 @@ def test_no_learner_process_survives_its_run(tmp_path):
     })
     pids = []
     try:
-        grade.grade_all(grade.find_submissions([str(tmp_path / "subs")]), grade.Limits(8, 3, 5, 640), jobs=3)
+        classroom.grade_all(classroom.find_submissions([str(tmp_path / "subs")]), classroom.Limits(8, 3, 5, 640), jobs=3)
         pids = [int((tmp_path / f"{name}.pid").read_text()) for name in ("done", "exit", "hang")]
         assert all(gone(pid) for pid in pids), [(pid, gone(pid, 0)) for pid in pids]
     finally:
@@ -337,18 +338,18 @@ def test_temporary_folders_are_removed(tmp_path, monkeypatch):
         "subs/leaves_files.ipynb": solved("import tempfile\ntempfile.mkdtemp()\ntempfile.mkstemp()\n"),
         "subs/crashes.ipynb": solved("import os\nos._exit(1)\n"),
     })
-    grade._stop_server()  # a server, and its workers, that use this TMPDIR
+    runs.stop_server()  # a server, and its workers, that use this TMPDIR
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     try:
         # what PyTorch itself leaves when the fork server starts (a compile cache; 2.7 also a tmp dir)
-        grade.grade_all([str(tmp_path / "subs/solved.ipynb")], SMALL)
+        classroom.grade_all([str(tmp_path / "subs/solved.ipynb")], SMALL)
         server_start = set(os.listdir(tmp))
-        grades = grade.grade_all(grade.find_submissions([str(tmp_path / "subs")]), SMALL, jobs=2)
+        grades = classroom.grade_all(classroom.find_submissions([str(tmp_path / "subs")]), SMALL, jobs=2)
         assert len(grades) == 3
         assert set(os.listdir(tmp)) == server_start
     finally:
-        grade._stop_server()
+        runs.stop_server()
 
 
 def test_memory_is_limited_for_all_the_processes_of_a_submission(tmp_path):
@@ -364,7 +365,7 @@ def test_memory_is_limited_for_all_the_processes_of_a_submission(tmp_path):
            "for pid in children:\n"
            "    os.waitpid(pid, 0)\n")
     write(tmp_path, {"01_forks.ipynb": solved(hog)})
-    [graded] = grade.grade_all([str(tmp_path / "01_forks.ipynb")], grade.Limits(40, 20, 5, 640))
+    [graded] = classroom.grade_all([str(tmp_path / "01_forks.ipynb")], classroom.Limits(40, 20, 5, 640))
     rows = {r.exercise: r for r in graded.rows}
     assert rows[NBYTES].points == 0, rows[NBYTES].feedback
     assert "used more than 640 MB of memory together with the processes it started" in rows[NBYTES].feedback
@@ -373,16 +374,16 @@ def test_memory_is_limited_for_all_the_processes_of_a_submission(tmp_path):
 
 def test_a_fork_bomb_is_stopped(tmp_path):
     bomb = ("import os, time\n"
-            f"for _ in range({grade.MAX_PROCESSES + 6}):  # a slow, bounded one: enough to count\n"
+            f"for _ in range({runs.MAX_PROCESSES + 6}):  # a slow, bounded one: enough to count\n"
             "    if os.fork() == 0:\n"
             "        time.sleep(30)\n"
             "        os._exit(0)\n"
             "time.sleep(5)\n")
     write(tmp_path, {"01_bomb.ipynb": solved(bomb)})
-    [graded] = grade.grade_all([str(tmp_path / "01_bomb.ipynb")], grade.Limits(40, 20, 5, 640))
+    [graded] = classroom.grade_all([str(tmp_path / "01_bomb.ipynb")], classroom.Limits(40, 20, 5, 640))
     rows = {r.exercise: r for r in graded.rows}
     assert rows[NBYTES].points == 0
-    assert f"started more than {grade.MAX_PROCESSES} processes" in rows[NBYTES].feedback
+    assert f"started more than {runs.MAX_PROCESSES} processes" in rows[NBYTES].feedback
     assert rows[OTHER].points == 1
 
 
@@ -392,20 +393,20 @@ def test_each_path_given_is_its_own_submission(tmp_path):
     write(tmp_path, {"subs/alice.ipynb": solved()})
     (tmp_path / "subs" / "bob.ipynb").symlink_to(tmp_path / "subs" / "alice.ipynb")
     subs = str(tmp_path / "subs")
-    found = grade.find_submissions([subs, subs + "/alice.ipynb", subs + "/../subs/alice.ipynb"])
+    found = classroom.find_submissions([subs, subs + "/alice.ipynb", subs + "/../subs/alice.ipynb"])
     assert found == sorted([subs + "/alice.ipynb", subs + "/bob.ipynb", subs + "/../subs/alice.ipynb"])
 
 
-def _grade_of(submission: str, score: int) -> grade.SubmissionGrade:
-    rows = [grade.Row(submission, ex_id, score, 1, bool(score), "feedback") for ex_id in L01]
-    return grade.SubmissionGrade(submission, rows)
+def _grade_of(submission: str, score: int) -> classroom.SubmissionGrade:
+    rows = [classroom.Row(submission, ex_id, score, 1, bool(score), "feedback") for ex_id in L01]
+    return classroom.SubmissionGrade(submission, rows)
 
 
 def test_gradescope_folders_are_unique_and_reversible(tmp_path):
     names = ["John Smith/hw.ipynb", "John__Smith/hw.ipynb", "Bob.ipynb", "bob.ipynb", "a%2Fb.ipynb",
              "a/b.ipynb", ".hidden.ipynb", "x" * 300 + ".ipynb", "caf\u00e9.ipynb", "cafe\u0301.ipynb"]
     grades = [_grade_of(name, i % 2) for i, name in enumerate(names)]
-    written = grade.write_gradescope(grades, str(tmp_path / "gs"))
+    written = classroom.write_gradescope(grades, str(tmp_path / "gs"))
     assert len({p.parent.name for p in written}) == len(names)
     assert len({p.parent.name.casefold() for p in written}) == len(names)  # safe on macOS and Windows too
     for graded, path in zip(grades, written):
@@ -413,7 +414,7 @@ def test_gradescope_folders_are_unique_and_reversible(tmp_path):
         assert results["extra_data"]["submission"] == graded.submission and results["score"] == graded.points
         if "~" not in path.parent.name:  # all but the name cut to fit: decodable
             assert urllib.parse.unquote(path.parent.name) == graded.submission
-    assert grade.gradescope_folder("subs/John Smith/hw.ipynb") == "subs%2FJohn Smith%2Fhw.ipynb"
+    assert classroom.gradescope_folder("subs/John Smith/hw.ipynb") == "subs%2FJohn Smith%2Fhw.ipynb"
 
 
 # --- options are checked before anything is graded -----------------------------------------------
@@ -437,7 +438,7 @@ def test_bad_options_exit_2_before_grading(tmp_path, monkeypatch, options, messa
     def must_not_run(*args, **kwargs):
         raise AssertionError("grading started")
 
-    monkeypatch.setattr(grade, "grade_all", must_not_run)
+    monkeypatch.setattr(cli, "grade_all", must_not_run)
     options = [o.format(tmp=tmp_path) for o in options]
     if "--out" not in options:
         options += ["--out", str(tmp_path / "grades.csv")]
@@ -451,7 +452,7 @@ def test_bad_options_exit_2_before_grading(tmp_path, monkeypatch, options, messa
                                   "@SUM(A1).ipynb", "\tx.ipynb", "\rx.ipynb"])
 def test_cells_that_look_like_formulas_are_escaped(name):
     out = io.StringIO()
-    grade.write_csv([_grade_of(name, 1)], out)
+    classroom.write_csv([_grade_of(name, 1)], out)
     rows = list(csv.reader(io.StringIO(out.getvalue())))
     assert {row[0] for row in rows[1:]} == {"'" + name}
 
@@ -473,7 +474,7 @@ def test_a_formula_in_a_file_name_is_escaped_in_a_real_batch(tmp_path):
 
 def test_a_semicolon_field_is_quoted_and_the_summary_is_printable():
     out = io.StringIO()
-    grade.write_csv([_grade_of("a;=1+1.ipynb", 1)], out)
+    classroom.write_csv([_grade_of("a;=1+1.ipynb", 1)], out)
     assert out.getvalue().splitlines()[1].startswith('"a;=1+1.ipynb",')
-    table = grade.summary_table([_grade_of("\x1b[2Jx\udcff.ipynb", 1)])
+    table = classroom.summary_table([_grade_of("\x1b[2Jx\udcff.ipynb", 1)])
     assert "\x1b" not in table and "\\x1b[2Jx\\udcff.ipynb" in table

@@ -22,8 +22,8 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils import _grade_integrity as integrity
-from course_utils import grade
+from course_utils import classroom
+from course_utils.classroom import integrity, submissions
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import with_solutions
@@ -281,14 +281,14 @@ def test_frame_access_is_found_after_an_operator_on_a_continuation_line(graded):
     ("def nbytes(t):\n    return t.numel() * t.element_size()\n%timeit nbytes(x)\nx?\n", None),
 ])
 def test_reaches_into_course_finds_frame_access(code, found):
-    assert grade.reaches_into_course(code) == found
+    assert submissions.reaches_into_course(code) == found
 
 
 def test_cells_are_read_as_ipython_reads_them():
-    assert grade.strip_magics("torch.accelerator.is_available?\n") == \
+    assert submissions.strip_magics("torch.accelerator.is_available?\n") == \
         "get_ipython().run_line_magic('pinfo', 'torch.accelerator.is_available')\n"
-    assert "run_line_magic('timeit', '-o f()')" in grade.strip_magics("t = %timeit -o f()\n")
-    assert grade.strip_magics("x = (1\n!= 2)\n") == "x = (1\n!= 2)\n"  # an operator, not a shell command
+    assert "run_line_magic('timeit', '-o f()')" in submissions.strip_magics("t = %timeit -o f()\n")
+    assert submissions.strip_magics("x = (1\n!= 2)\n") == "x = (1\n!= 2)\n"  # an operator, not a shell command
 
 
 # --- 7. the grader's own limits --------------------------------------------------------------------
@@ -338,18 +338,18 @@ def test_answer_cells_of_other_lessons_are_not_run(graded):
 
 
 def test_the_file_name_says_the_lesson_first():
-    cells_02 = grade.answer_cells(notebook(*(cell(e, "") for e in L02)))
-    assert grade.lesson_of("01_tensors.ipynb", cells_02) == "01"
-    assert grade.lesson_of("alice.ipynb", cells_02) == "02"
-    mixed = grade.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], ""), cell(L02[1], "")))
-    assert grade.lesson_of("alice.ipynb", mixed) == "02"  # most of its answer cells
-    tie = grade.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], "")))
-    assert grade.lesson_of("alice.ipynb", tie) is None
+    cells_02 = classroom.answer_cells(notebook(*(cell(e, "") for e in L02)))
+    assert classroom.lesson_of("01_tensors.ipynb", cells_02) == "01"
+    assert classroom.lesson_of("alice.ipynb", cells_02) == "02"
+    mixed = classroom.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], ""), cell(L02[1], "")))
+    assert classroom.lesson_of("alice.ipynb", mixed) == "02"  # most of its answer cells
+    tie = classroom.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], "")))
+    assert classroom.lesson_of("alice.ipynb", tie) is None
 
 
 def test_answer_cells_keep_every_marked_cell_in_order():
     nb = SUBMISSIONS["split.ipynb"]
-    assert [(i, e) for i, e, _ in grade.answer_cells(nb)] == [(0, "01.nbytes"), (2, "01.nbytes"),
+    assert [(i, e) for i, e, _ in classroom.answer_cells(nb)] == [(0, "01.nbytes"), (2, "01.nbytes"),
                                                              (3, "01.blank_like")]
 
 

@@ -1,6 +1,6 @@
 """What keeps a graded check honest, inside the worker of ``python -m course_utils grade``.
 
-Private to :mod:`course_utils._grade_worker` (whose learner code it watches):
+Private to :mod:`course_utils.classroom.worker` (whose learner code it watches):
 
 * :class:`Snapshot` / :func:`changes`: the course package, the exercise registry and the parts of
   PyTorch and the standard library that checks rely on must stay as they were. What PyTorch itself
@@ -30,7 +30,7 @@ Private to :mod:`course_utils._grade_worker` (whose learner code it watches):
 
   Not detected: a reference's code rewritten (renamed variables, other constants) before use, and
   what the learner can do with the objects themselves (e.g. restoring a reference's original code
-  object found with ``gc``): this is not a sandbox (see :mod:`course_utils.grade`).
+  object found with ``gc``): this is not a sandbox (see :mod:`course_utils.classroom`).
 """
 from __future__ import annotations
 

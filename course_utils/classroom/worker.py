@@ -1,6 +1,6 @@
 """Worker side of ``python -m course_utils grade``: a fork server, and one child per submission.
 
-Private to :mod:`course_utils.grade`, whose docstring describes the design and the threat model.
+Private to :mod:`course_utils.classroom`, whose docstring describes the design and the threat model.
 Importing this module imports PyTorch, every course module and the modules PyTorch would otherwise
 import lazily during the first checks (3-5 s per process). :func:`serve` then forks a fresh child
 per run from that pristine state; a child never comes from another submission's process.
@@ -12,7 +12,7 @@ the worker). The learner's prints go to ``/dev/null``.
 
 A run (:func:`main`) grades the way the notebook runs: answer cells in notebook order, read as
 IPython reads them, each exercise checked right after its last answer cell, in PyTorch's pristine
-global state (:mod:`course_utils._grade_integrity`), with the integrity of the course and of PyTorch
+global state (:mod:`course_utils.classroom.integrity`), with the integrity of the course and of PyTorch
 verified after every cell and every check. Whatever the learner's code raises (``KeyboardInterrupt``
 and hostile ``__str__`` included) costs only its own exercise.
 """
@@ -44,10 +44,11 @@ from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
 from course_utils import exercises  # noqa: E402
-from course_utils._grade_integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
+from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
-from course_utils.grade import sign, strip_magics  # noqa: E402
+from course_utils.classroom.messages import TAMPERED_EXIT, frame, sign  # noqa: E402
+from course_utils.classroom.submissions import strip_magics  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
@@ -104,7 +105,7 @@ class _NoIPython:
 
 
 def _compile(source: str, filename: str, guard: ReferenceGuard) -> types.CodeType:
-    """Compile an answer cell as IPython would run it (:func:`course_utils.grade.strip_magics`), and
+    """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.submissions.strip_magics`), and
     record its code as the learner's own (see :meth:`ReferenceGuard.answer_code`)."""
     code = compile(strip_magics(source), filename, "exec", dont_inherit=True)
     guard.answer_code(code)
@@ -188,7 +189,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
                  start: list[Any]) -> dict:
     """Check what the answer cells defined for ``ex_id``; returns ``{"status", "feedback"}``.
 
-    The check runs in PyTorch's state ``start`` (:func:`course_utils._grade_integrity.pristine_torch`).
+    The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
     hostile ``__str__``), fails this exercise only.
     """
@@ -224,7 +225,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
 def _isolate(memory_mb: int) -> None:
     """Own process group (the grader kills it whole), memory limit, learner output to /dev/null,
     and the run's own temporary folder (the grader removes it after the run)."""
-    from course_utils import _grade_processes as procs
+    from course_utils.classroom import processes as procs
 
     # A group of its own inside its supervisor's session (see _child): `os.killpg(0, ...)` in an
     # answer reaches the learner's processes, not the supervisor.
@@ -293,11 +294,11 @@ def main(channel: int, key: bytes, job: dict) -> None:
     write = os.write  # local references: learner code cannot rebind these (rebinding globals is detected)
 
     def send(data: bytes) -> None:
-        data += b"\n"
+        data = framed(data)
         while data:
             data = data[write(channel, data):]
 
-    signed, killpg, look = sign, os.killpg, verify
+    signed, framed, killpg, look, leave = sign, frame, os.killpg, verify, os._exit
     try:
         _isolate(job["memory_mb"])
         exercises.TIME_LIMIT = job["check_timeout"]
@@ -311,8 +312,10 @@ def main(channel: int, key: bytes, job: dict) -> None:
         def intact(free: Callable[[], None] = lambda: None) -> None:
             changed = look(snap, free)
             if changed:
-                send(signed(key, {"t": "tampered", "changed": changed}))
-                os._exit(0)
+                try:
+                    send(signed(key, {"t": "tampered", "changed": changed}))
+                finally:
+                    leave(TAMPERED_EXIT)
 
         def check(ex_id: str) -> None:
             send(signed(key, {"t": "stage", "stage": "check", "exercise": ex_id}))
@@ -366,7 +369,7 @@ def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
     Learner code that stops or kills its parent (``os.getppid()``) reaches this supervisor, not the
     fork server: the grader resumes it (``SIGCONT``), or does without its report.
     """
-    from course_utils import _grade_processes as procs
+    from course_utils.classroom import processes as procs
 
     try:
         os.setsid()
@@ -409,7 +412,7 @@ def serve(control_fd: int) -> None:
     """
     import time
 
-    from course_utils import _grade_processes as procs
+    from course_utils.classroom import processes as procs
 
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle; it then closes the socket

@@ -1,0 +1,186 @@
+"""``python -m course_utils grade``: options and paths checked before any grading, rows written as
+submissions finish, a progress bar and a summary."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import socket
+import sys
+import tempfile
+import time
+from typing import Optional, TextIO
+
+from ..exercises import exercise_ids, get_exercise
+from .grader import SubmissionGrade, grade_all
+from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
+from .runs import Limits
+from .submissions import find_submissions, lesson_exercises
+
+
+class _Progress:
+    """A progress bar on stderr: redrawn in a terminal, a line per 10% otherwise."""
+
+    def __init__(self, total: int, stream: TextIO):
+        self.total, self.stream, self.last = total, stream, -1
+        self.tty = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        """Show that ``done`` of ``total`` submissions are graded."""
+        if self.tty:
+            filled = 30 * done // total
+            self.stream.write(f"\rgrading [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}"
+                              + ("\n" if done == total else ""))
+        elif 10 * done // total > self.last:
+            self.last = 10 * done // total
+            self.stream.write(f"graded {done}/{total} submissions\n")
+        self.stream.flush()
+
+
+
+
+#: Upper bounds for the options (a limit beyond these is a typo).
+MAX_SECONDS = 86400.0
+MAX_JOBS = 1024
+MAX_MEMORY_MB = 2**24
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``grade`` subcommand's arguments to ``parser``."""
+    d = Limits()
+    parser.add_argument("submissions", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
+                        help="submitted notebooks, or folders searched for *.ipynb")
+    parser.add_argument("--out", default="grades.csv",
+                        help="CSV file to write, row by row as submissions are graded (default: grades.csv)")
+    parser.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded in parallel (default: 1)")
+    parser.add_argument("--timeout", type=float, default=d.timeout,
+                        help=f"seconds for a whole submission, checks included (default: {d.timeout:g})")
+    parser.add_argument("--cell-timeout", type=float, default=d.cell_timeout,
+                        help=f"seconds for each answer cell's top-level code (default: {d.cell_timeout:g})")
+    parser.add_argument("--check-timeout", type=float, default=d.check_timeout,
+                        help=f"seconds for each exercise check (default: {d.check_timeout:g})")
+    parser.add_argument("--memory-mb", type=int, default=d.memory_mb,
+                        help="memory per submission in MB, all its processes together, on top of what PyTorch "
+                             f"itself holds (default: {d.memory_mb})")
+    parser.add_argument("--lesson", help="grade every notebook as this lesson (e.g. 01), not the one detected")
+    parser.add_argument("--gradescope", metavar="DIR",
+                        help="also write DIR/<submission path, percent-encoded>/results.json")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar on stderr (default: for more than 5 submissions, or in a terminal)")
+
+
+def _option_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with the numeric options (empty when nothing is)."""
+    problems = []
+    if not 1 <= args.jobs <= MAX_JOBS:
+        problems.append(f"--jobs must be between 1 and {MAX_JOBS} (got {args.jobs}).")
+    for flag, value in (("--timeout", args.timeout), ("--cell-timeout", args.cell_timeout),
+                        ("--check-timeout", args.check_timeout)):
+        if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+            problems.append(f"{flag} must be a number of seconds above 0 and at most {MAX_SECONDS:g} "
+                            f"(got {value:g}).")
+    if not 512 <= args.memory_mb <= MAX_MEMORY_MB:
+        problems.append(f"--memory-mb must be between 512 and {MAX_MEMORY_MB} (got {args.memory_mb}).")
+    return problems
+
+
+def _writable_folder(path: str) -> Optional[str]:
+    """Create the folder ``path`` if needed and check that files can be written there: why not, or ``None``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
+
+
+def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+    """Run ``python -m course_utils grade``.
+
+    Options, submissions and output paths are checked before anything is graded. Rows are written
+    to ``--out`` as submissions finish (sorted when the batch ends), so a batch that is killed or
+    interrupted keeps what it graded.
+
+    Args:
+        args: parsed by a parser set up with :func:`add_arguments`.
+        stdout: where the summary table goes (default ``sys.stdout``).
+        stderr: where errors and the progress bar go (default ``sys.stderr``).
+
+    Returns:
+        0 when grading ran (whatever the grades), 2 for usage errors (nothing to grade, bad options,
+        an output that cannot be written), 130 when interrupted (Ctrl-C; the CSV then holds the
+        submissions graded so far).
+    """
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        print("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited process).",
+              file=stderr)
+        return 2
+    problems = _option_problems(args)
+    if args.lesson and not lesson_exercises(args.lesson):
+        lessons = sorted({get_exercise(e).lesson for e in exercise_ids()})
+        problems.append(f"--lesson {args.lesson}: no lesson with exercises has that number "
+                        f"(known: {', '.join(lessons)}).")
+    if problems:
+        print("\n".join(printable(p) for p in problems), file=stderr)
+        return 2
+    unreadable: list[str] = []
+    try:
+        paths = find_submissions(args.submissions, unreadable)
+    except FileNotFoundError as e:
+        print(printable(str(e)), file=stderr)
+        return 2
+    for problem in unreadable:
+        print("Warning: " + printable(problem), file=stderr)
+    if not paths:
+        print("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)), file=stderr)
+        return 2
+    folders: dict[str, str] = {}
+    if args.gradescope:
+        why = _writable_folder(args.gradescope)
+        if why:
+            print(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: {why}.",
+                  file=stderr)
+            return 2
+        folders = gradescope_folders(paths)
+    try:
+        out = open(args.out, "w", encoding="utf-8", errors="backslashreplace", newline="")
+    except OSError as e:
+        print(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.", file=stderr)
+        return 2
+    limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb)
+    show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
+    started = time.monotonic()
+    unwritten: list[str] = []  # Gradescope results that could not be written
+    with out:
+        csv_file = CsvFile(out)
+
+        def record(grade: SubmissionGrade) -> None:
+            csv_file.add(grade)
+            if args.gradescope:
+                try:
+                    write_results(grade, args.gradescope, folders[grade.submission])
+                except OSError as e:  # e.g. a full disk: the CSV still has the grade
+                    unwritten.append(f"{folders[grade.submission]}: {e.strerror or type(e).__name__}")
+
+        try:
+            grades = grade_all(paths, limits, jobs=args.jobs, lesson=args.lesson, on_grade=record,
+                               on_progress=_Progress(len(paths), stderr) if show else None)
+        except KeyboardInterrupt:
+            csv_file.finish()
+            print(f"\nInterrupted: {len(csv_file.grades)} of {len(paths)} submissions were graded; their rows "
+                  f"are in {printable(args.out)}.", file=stderr)
+            return 130
+        csv_file.finish()
+    elapsed = time.monotonic() - started
+    points, available = sum(g.points for g in grades), sum(g.max_points for g in grades)
+    full = sum(1 for g in grades if g.max_points and g.points == g.max_points)
+    print(summary_table(grades), file=stdout)
+    print(f"\n{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: "
+          f"{points}/{available} points, {full} with full marks. Grades written to {printable(args.out)}"
+          + (f"; Gradescope results under {printable(args.gradescope)}/" if args.gradescope else "") + ".",
+          file=stdout)
+    for problem in unwritten:
+        print("Could not write Gradescope results " + printable(problem), file=stderr)
+    return 0

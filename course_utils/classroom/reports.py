@@ -1,0 +1,182 @@
+"""What a batch writes: the CSV (escaped for spreadsheets), Gradescope ``results.json`` files in
+unique folders, and the summary table."""
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from ..exercises import get_exercise
+from .grader import TOTAL, Row, SubmissionGrade
+
+
+CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback")
+
+
+def csv_rows(grades: Sequence[SubmissionGrade]) -> list[Row]:
+    """All rows, sorted by submission, then exercise id, each submission's ``TOTAL`` last."""
+    rows = [r for g in grades for r in g.rows + [g.total()]]
+    return sorted(rows, key=lambda r: (r.submission, r.exercise == TOTAL, r.exercise))
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_field(text: str) -> str:
+    """One CSV field, safe to open in a spreadsheet.
+
+    A field that starts like a formula (``=`` ``+`` ``-`` ``@``, tab or carriage return: a file named
+    ``=HYPERLINK(...).ipynb``) gets a leading ``'``, as OWASP recommends, so that it stays text. A
+    field holding a comma, semicolon (the separator in some locales), quote, tab or line break is
+    quoted (RFC 4180).
+    """
+    if text.startswith(_FORMULA_START):
+        text = "'" + text
+    if any(c in text for c in ',;"\t\r\n'):
+        text = '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _csv_lines(rows: Sequence[Row]) -> str:
+    """CSV lines for ``rows``, each ending with ``\\n``."""
+    return "".join(",".join(csv_field(v) for v in row.values()) + "\n" for row in rows)
+
+
+def write_csv(grades: Sequence[SubmissionGrade], out: TextIO) -> None:
+    """Write the grades as CSV (header :data:`CSV_HEADER`, ``\\n`` line ends, fields as
+    :func:`csv_field` writes them) to ``out``."""
+    out.write(",".join(CSV_HEADER) + "\n")
+    out.write(_csv_lines(csv_rows(grades)))
+
+
+class CsvFile:
+    """The ``--out`` file: each submission's rows are written as soon as it is graded, so a batch that
+    is killed keeps what it graded; at the end the file is rewritten, sorted."""
+
+    def __init__(self, f: TextIO) -> None:
+        self.f = f
+        self.grades: list[SubmissionGrade] = []
+        self.progressive = f.seekable()  # a pipe or terminal gets the sorted CSV only, at the end
+        if self.progressive:
+            f.write(",".join(CSV_HEADER) + "\n")
+            f.flush()
+
+    def add(self, grade: SubmissionGrade) -> None:
+        """Append one submission's rows (its ``TOTAL`` last)."""
+        self.grades.append(grade)
+        if self.progressive:
+            self.f.write(_csv_lines(csv_rows([grade])))
+            self.f.flush()
+
+    def finish(self) -> None:
+        """Rewrite the file with every row so far, sorted."""
+        if self.progressive:
+            self.f.seek(0)
+            self.f.truncate()
+        write_csv(self.grades, self.f)
+        self.f.flush()
+
+
+def gradescope_results(grade: SubmissionGrade) -> dict:
+    """A submission's grade in Gradescope's ``results.json`` format (with the submission's path in
+    ``extra_data``)."""
+    tests = []
+    for row in grade.rows:
+        ex = get_exercise(row.exercise)
+        tests.append({"name": f"{row.exercise}: {ex.title}", "number": row.exercise, "score": row.points,
+                      "max_score": row.max_points, "status": "passed" if row.passed else "failed",
+                      "output": row.feedback})
+    return {"score": grade.points, "output": grade.total().feedback, "tests": tests,
+            "extra_data": {"submission": grade.submission}}
+
+
+_FOLDER_UNSAFE = frozenset('%/\\<>:"|?*~')
+_FOLDER_MAX_BYTES = 200
+
+
+def gradescope_folder(submission: str, strict: bool = False) -> str:
+    """The folder name for a submission's ``results.json``: its path as given, percent-encoded.
+
+    ``%``, ``/``, ``\\``, ``~``, the characters Windows forbids (``<>:"|?*``) and control characters
+    become ``%XX`` (their UTF-8 bytes), as do a leading ``.`` and a trailing space or ``.``, so that
+    the name is one folder on any system and ``urllib.parse.unquote(name) == submission``:
+    ``subs/John Smith/hw.ipynb`` -> ``subs%2FJohn Smith%2Fhw.ipynb``. ``strict`` also encodes capital
+    letters and non-ASCII characters (for names that differ only in case, which collide on macOS and
+    Windows). A name over 200 bytes is cut, and ends with ``~`` and a hash of the path; it cannot be
+    decoded: read ``extra_data.submission`` in its ``results.json``.
+    """
+    tokens = []
+    for i, ch in enumerate(submission):
+        edge = (i == 0 and ch == ".") or (i == len(submission) - 1 and ch in " .")
+        if (ch in _FOLDER_UNSAFE or not ch.isprintable() or edge
+                or (strict and (ch.isupper() or not ch.isascii()))):
+            raw = ch.encode("utf-8", "surrogateescape" if "\udc80" <= ch <= "\udcff" else "surrogatepass")
+            tokens.append("".join(f"%{b:02X}" for b in raw))
+        else:
+            tokens.append(ch)
+    name = "".join(tokens)
+    if len(name.encode()) <= _FOLDER_MAX_BYTES:
+        return name
+    digest = hashlib.sha256(submission.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    kept, size = [], 0
+    for token in tokens:
+        size += len(token.encode())
+        if size > _FOLDER_MAX_BYTES - 17:
+            break
+        kept.append(token)
+    return "".join(kept) + "~" + digest
+
+
+def gradescope_folders(submissions: Sequence[str]) -> dict[str, str]:
+    """Submission -> its folder (:func:`gradescope_folder`), unique even on a file system that ignores
+    case or Unicode normalization: names that would collide there are encoded ``strict``."""
+    def key(name: str) -> str:
+        return unicodedata.normalize("NFC", name).casefold()
+
+    names = {s: gradescope_folder(s) for s in submissions}
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[key(name)] = counts.get(key(name), 0) + 1
+    return {s: gradescope_folder(s, strict=True) if counts[key(n)] > 1 else n for s, n in names.items()}
+
+
+def write_results(grade: SubmissionGrade, directory: str, folder: str) -> Path:
+    """Write ``DIRECTORY/FOLDER/results.json`` for one submission; returns its path."""
+    target = Path(directory) / folder / "results.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(gradescope_results(grade), indent=2, ensure_ascii=False) + "\n",
+                      encoding="utf-8", errors="backslashreplace")
+    return target
+
+
+def write_gradescope(grades: Sequence[SubmissionGrade], directory: str) -> list[Path]:
+    """Write ``DIRECTORY/<folder>/results.json`` for each submission, the folder named by
+    :func:`gradescope_folders` (the submission's path, percent-encoded: one folder per path).
+
+    Returns:
+        The files written.
+    """
+    folders = gradescope_folders([g.submission for g in grades])
+    return [write_results(grade, directory, folders[grade.submission]) for grade in grades]
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters, lone surrogates (from file names
+    that are not UTF-8) and other invisible characters become ``\\x1b``-style escapes."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def summary_table(grades: Sequence[SubmissionGrade]) -> str:
+    """One line per submission: points, exercises passed, and notes."""
+    table = [("Submission", "Points", "Passed", "Notes")]
+    for g in grades:
+        notes = printable(g.note if g.note else "; ".join(g.events))
+        table.append((printable(g.submission), f"{g.points}/{g.max_points}", f"{g.passed}/{len(g.rows)}",
+                      notes if len(notes) <= 70 else notes[:69] + "…"))
+    widths = [max(len(row[i]) for row in table) for i in range(3)]
+    lines = ["  ".join([c.ljust(w) for c, w in zip(row[:3], widths)] + [row[3]]).rstrip() for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths + [5]))
+    return "\n".join(lines)

@@ -1,0 +1,342 @@
+"""Finding and reading submissions for ``python -m course_utils grade``: which files, which lesson,
+which answer cells, read as IPython reads them; and the static checks made before anything runs
+(answers that read the checker's frames, cells that cannot be run)."""
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import re
+import stat
+import threading
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..exercises import exercise_ids, get_exercise
+from ..notebook import cell_source, exercise_cells
+from .messages import clean
+
+
+#: Notebook files larger than this are not read. Outputs are dropped while reading, so what
+#: counts for answers is :data:`MAX_ANSWER_CHARS`.
+MAX_NOTEBOOK_BYTES = 2**30
+#: Answer cells longer than this (characters) are not run: that exercise scores 0.
+MAX_ANSWER_CHARS = 2**20
+
+
+class InvalidSubmission(Exception):
+    """The file cannot be graded as a notebook; the message says why."""
+
+
+def find_submissions(paths: Sequence[str], problems: Optional[list[str]] = None) -> list[str]:
+    """Expand files and folders into the notebooks to grade.
+
+    Args:
+        paths: notebook files (any name, any content: a broken file is graded as broken) and
+            folders (searched recursively for ``*.ipynb``, skipping hidden files and folders such as
+            ``.ipynb_checkpoints``, and not following links to folders).
+        problems: if given, gets a line for each folder that could not be read.
+
+    Returns:
+        Submission paths as given or found, sorted, each path once. Two paths to one file (a
+        link, or a folder given twice under different names) are two submissions: each gets its
+        own rows, under its own name.
+
+    Raises:
+        FileNotFoundError: a path that does not exist.
+    """
+    def unreadable(error: OSError) -> None:
+        if problems is not None:
+            problems.append(f"Could not read the folder {error.filename}: {error.strerror}.")
+
+    found: set[str] = set()
+    for arg in paths:
+        if os.path.isdir(arg):
+            for folder, dirs, files in os.walk(arg, onerror=unreadable):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in files:
+                    file = os.path.join(folder, name)
+                    if name.endswith(".ipynb") and not name.startswith(".") and os.path.isfile(file):
+                        found.add(str(Path(file)))
+        elif os.path.lexists(arg):
+            found.add(str(Path(arg)))
+        else:
+            raise FileNotFoundError(f"No such file or folder: {arg}")
+    return sorted(found)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BIG_FILE = 32 * 2**20
+_BIG_READS = threading.Semaphore(1)  # one large notebook in memory at a time, whatever --jobs is
+
+
+def _without_outputs(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` for :func:`read_notebook`: drops saved outputs and attachments as soon as
+    each is parsed (they are never graded), and turns lone surrogates in cell sources (``"\\ud800"``
+    escapes, which no UTF-8 file can hold) into U+FFFD."""
+    obj = dict(pairs)
+    if "output_type" in obj:
+        return {"output_type": obj["output_type"]}
+    if "cell_type" in obj:
+        obj.pop("outputs", None)
+        obj.pop("attachments", None)
+        source = obj.get("source")
+        if isinstance(source, str):
+            obj["source"] = _SURROGATE.sub("\ufffd", source)
+        elif isinstance(source, list):
+            obj["source"] = [_SURROGATE.sub("\ufffd", s) if isinstance(s, str) else s for s in source]
+    return obj
+
+
+def read_notebook(path: str) -> dict:
+    """Read a notebook file as JSON, without its saved outputs (see :func:`_without_outputs`).
+
+    Text that is not valid UTF-8 is read with U+FFFD in place of the bad bytes; UTF-8 with a byte
+    order mark, UTF-16 and UTF-32 are read too.
+
+    Raises:
+        InvalidSubmission: unreadable, not a regular file, larger than :data:`MAX_NOTEBOOK_BYTES`,
+            not JSON, nested too deeply, or not an nbformat-4 notebook.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+        with open(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InvalidSubmission("the path is not a regular file")
+            if info.st_size > MAX_NOTEBOOK_BYTES:
+                raise InvalidSubmission(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+            with _BIG_READS if info.st_size > _BIG_FILE else contextlib.nullcontext():
+                data = f.read(MAX_NOTEBOOK_BYTES + 1)
+                if len(data) > MAX_NOTEBOOK_BYTES:
+                    raise InvalidSubmission(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+                try:
+                    text = data.decode(json.detect_encoding(data))
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", errors="replace")
+                del data
+                nb = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_without_outputs)
+    except InvalidSubmission:
+        raise
+    except json.JSONDecodeError as e:
+        raise InvalidSubmission(f"the file is not a notebook: it is not valid JSON ({e.msg} at line "
+                                f"{e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise InvalidSubmission("the file is not a notebook: its JSON is nested too deeply") from None
+    except (MemoryError, ValueError, LookupError) as e:  # e.g. a number too large to read
+        raise InvalidSubmission(f"the file is not a notebook: its JSON could not be read "
+                                f"({type(e).__name__})") from None
+    except OSError as e:
+        raise InvalidSubmission(f"the file could not be read ({e.strerror or type(e).__name__})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise InvalidSubmission("the file is JSON but not a Jupyter notebook (it has no list of cells)")
+    return nb
+
+
+def answer_cells(nb: dict) -> list[tuple[int, str, str]]:
+    """The answer cells of a notebook, in notebook order: the code cells marked as an exercise's answer
+    (:func:`course_utils.notebook.exercise_cells`).
+
+    Every marked cell is kept: an answer split over two cells (both carry the metadata) keeps both
+    halves, and a duplicated answer cell runs twice, as it would in the notebook.
+
+    Returns:
+        ``(cell index, exercise id, source)`` per answer cell.
+
+    Raises:
+        InvalidSubmission: the cells are not what nbformat 4 describes.
+    """
+    try:
+        return [(index, ex_id, cell_source(cell)) for index, cell in enumerate(nb["cells"])
+                for ex_id in exercise_cells({"cells": [cell]})]
+    except (AttributeError, TypeError):
+        raise InvalidSubmission("the file is not a valid notebook: its cells are malformed") from None
+
+
+def _file_lesson(path: str) -> Optional[str]:
+    """The ``NN`` of a file name ``NN_*.ipynb`` when lesson ``NN`` has exercises, else ``None``."""
+    match = re.match(r"(\d\d)_", Path(path).name)
+    return match.group(1) if match and lesson_exercises(match.group(1)) else None
+
+
+def lesson_of(path: str, cells: Sequence[tuple[int, str, str]] = ()) -> Optional[str]:
+    """The lesson a submission is an assignment of.
+
+    The file name says it first (``01_tensors.ipynb`` is lesson 01, whatever its cells hold: a
+    notebook of lesson 02 saved under that name is a lesson-01 submission with no answers). Otherwise
+    the lesson most of its answer cells (of registered exercises) belong to; ``None`` when that is a
+    tie, or when neither names a lesson with exercises.
+    """
+    named = _file_lesson(path)
+    if named:
+        return named
+    known = set(exercise_ids())
+    counts: dict[str, int] = {}
+    for _, ex_id, _ in cells:
+        if ex_id in known:
+            lesson = get_exercise(ex_id).lesson
+            counts[lesson] = counts.get(lesson, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
+
+
+def lesson_exercises(lesson: str) -> list[str]:
+    """The registered exercise ids of ``lesson`` (``"01"``; ``"01,02"`` for several), in course order."""
+    numbers = lesson.split(",")
+    return [e for e in exercise_ids() if get_exercise(e).lesson in numbers]
+
+
+def strip_magics(source: str) -> str:
+    """An answer cell as the Python that Jupyter runs: IPython's own input transformer turns magics
+    (``%timeit f(x)``, ``t = %timeit -o f(x)``, ``%%time``), shell escapes (``!pip ...``,
+    ``files = !ls``) and help (``x?``) into calls of ``get_ipython()``; the rest is left as it is
+    (``!=`` and ``%`` on continuation lines stay operators).
+
+    Without IPython (it comes with Jupyter), lines that start with ``%`` or ``!`` become ``pass``.
+    """
+    if not any(mark in source for mark in "%!?"):  # plain Python: nothing to transform (the common case)
+        return source
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:  # pragma: no cover - IPython is installed with Jupyter
+        return "\n".join(line[: len(line) - len(line.lstrip())] + "pass  # " + line.lstrip()
+                         if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # IPython gives up on it: Python's compiler reports what is wrong
+        return source
+
+
+#: Modules with functions that hand out frames of the call stack, whose local variables include
+#: the checker's expected values.
+_FRAME_MODULES = frozenset({"sys", "inspect", "gc", "traceback"})
+#: Names that give access to frames (or to every object, as ``gc`` does) on whatever object they are
+#: read: no other Python or PyTorch API has these names.
+_FRAME_NAMES = frozenset({
+    "_getframe", "_getframemodulename", "_current_frames", "currentframe", "getouterframes",
+    "getinnerframes", "walk_stack", "get_referrers", "get_referents", "get_objects", "settrace",
+    "setprofile", "f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
+    "ag_frame"})
+#: Names that read frames only on the ``inspect`` module (``torch.stack`` is fine).
+_INSPECT_FRAME_NAMES = frozenset({"stack", "trace"})
+#: A frame API named in a string (for ``eval``, ``exec`` or ``operator.attrgetter``).
+_FRAME_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_FRAME_NAMES)) + r")\b|\binspect\s*\.\s*(?:stack|trace)\b")
+
+
+def _frame_module(node: ast.AST, aliases: dict[str, str]) -> Optional[str]:
+    """The frame module (:data:`_FRAME_MODULES`) that the expression ``node`` stands for, if any:
+    a name it was imported as, ``__import__("sys")``, ``importlib.import_module("sys")`` or
+    ``sys.modules["sys"]``."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        name = node.args[0].value
+        if called in ("__import__", "import_module") and isinstance(name, str):
+            return name.partition(".")[0] if name.partition(".")[0] in _FRAME_MODULES else None
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "modules" and isinstance(node.slice, ast.Constant)):
+        return node.slice.value if node.slice.value in _FRAME_MODULES else None
+    return None
+
+
+def _frame_name(name: str, module: Optional[str]) -> bool:
+    """Whether reading attribute ``name`` (of ``module``, when that is known) gives frames."""
+    return name in _FRAME_NAMES or (module == "inspect" and name in _INSPECT_FRAME_NAMES)
+
+
+def reaches_into_course(source: str) -> Optional[str]:
+    """The first construct in the answer cell ``source`` that reads the call stack, or ``None``.
+
+    Frames of the stack hold the checker's local variables (the expected values) while the answer
+    is called, so an answer cell must not touch them: ``sys._getframe``, ``inspect.currentframe``,
+    ``inspect.stack()``/``trace()`` (also as ``import inspect as i; i.stack()`` or ``from inspect
+    import stack``), ``traceback.walk_stack``, ``gc.get_referrers``/``get_objects``, ``settrace``, a
+    frame's ``f_back``/``f_locals``/``f_globals``, ``tb_frame``, a generator's ``gi_frame``; a
+    ``getattr`` of such a name, or of a computed name on ``sys``, ``inspect``, ``gc`` or
+    ``traceback``; ``vars()``/``__dict__`` of those modules; star imports from them; and strings that
+    name a frame API (for ``eval``). The cell is read as IPython would run it (:func:`strip_magics`).
+
+    Static and deliberately narrow: none of these has a place in an answer to this course, and no
+    everyday name is among them. Reading the course's reference solutions is detected by what the
+    answer *is* and *calls* while it is checked (see :mod:`course_utils.classroom.worker`), not here.
+    """
+    try:
+        tree = ast.parse(strip_magics(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    aliases = {name: name for name in _FRAME_MODULES}
+    for node in ast.walk(tree):  # imports first: an alias may be used above the line that makes it
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.partition(".")[0]
+                if top in _FRAME_MODULES:
+                    aliases[alias.asname or top] = top
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").partition(".")[0] in _FRAME_MODULES:
+            module = (node.module or "").partition(".")[0]
+            for alias in node.names:
+                if alias.name == "*" or _frame_name(alias.name, module):
+                    return f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            module = _frame_module(node.value, aliases)
+            if _frame_name(node.attr, module) or (module and node.attr == "__dict__"):
+                return ast.unparse(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            target = _frame_module(node.args[0], aliases)
+            if node.func.id == "vars" and target:
+                return ast.unparse(node)
+            if node.func.id in ("getattr", "hasattr", "setattr", "delattr") and len(node.args) > 1:
+                name = node.args[1]
+                literal = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else None
+                if (literal is None and target) or (literal is not None and _frame_name(literal, target)):
+                    return ast.unparse(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _FRAME_WORDS.search(node.value):
+            return repr(node.value) if len(node.value) <= 60 else repr(node.value[:57] + "...")
+    return None
+
+
+_MENTION = re.compile(r"exercise\W{1,6}(\d\d\.[A-Za-z_]\w*)")
+
+
+def lesson_mentioned(path: str) -> Optional[str]:
+    """The lesson a file names when neither its answer cells nor its name do: the lesson of the
+    registered exercise ids in its answer-cell metadata (``"exercise": "01.nbytes"``) or check cells
+    (``cu.exercise("01.nbytes")``), read as plain text (so it works on a damaged file too); ``None``
+    when those name no lesson, or several."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(64 * 2**20).decode("latin-1")
+    except OSError:
+        return None
+    known = set(exercise_ids())
+    lessons = {get_exercise(m).lesson for m in _MENTION.findall(text) if m in known}
+    return lessons.pop() if len(lessons) == 1 else None
+
+
+def why_unrunnable(source: str) -> Optional[str]:
+    """Why an answer cell cannot be run at all (the feedback for its exercise), or ``None``.
+
+    Too long, or Python's own parser gives up on it (nested too deeply, a null character): reasons a
+    learner can act on, which would otherwise stop the grader's checks or the worker. A plain
+    syntax error is left to the worker, which reports its line.
+    """
+    if len(source) > MAX_ANSWER_CHARS:
+        return (f"Your answer cell is too long to grade ({len(source):,} characters; the limit is "
+                f"{MAX_ANSWER_CHARS:,}).")
+    for text in (source, strip_magics(source)):
+        try:
+            ast.parse(text)
+            compile(text, "<answer cell>", "exec", dont_inherit=True)
+            return None
+        except SyntaxError:
+            continue
+        except (RecursionError, MemoryError):
+            return ("Your answer cell could not be graded: it is nested too deeply for Python to read "
+                    "(an expression or a structure thousands of levels deep).")
+        except (ValueError, UnicodeError) as e:
+            return f"Your answer cell could not be graded: Python cannot read it ({clean(str(e))})."
+    return None
