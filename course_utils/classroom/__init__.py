@@ -47,7 +47,7 @@ Each submission is graded on what its answer cells *do*, not on what the noteboo
 Threat model. This defeats what learners actually do, by accident or on purpose: redefining or
 monkeypatching ``course_utils.check``, its registry, its helpers or PyTorch functions (in an answer
 cell or from inside the answer during its check); edited check cells; printed or saved claims of
-"passed"; importing the reference solution; infinite loops; crashes; memory bombs (forked ones
+"passed", and bytes written into the grader's pipes; importing the reference solution; infinite loops; crashes; memory bombs (forked ones
 included); processes left running; stopping or killing the worker's parent; files that are not
 notebooks, or not even JSON. The batch always carries on, every submission gets a row per exercise
 of its lesson, rows are written as submissions finish, and the same input gives the same CSV.
