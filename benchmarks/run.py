@@ -10,6 +10,7 @@ Sections:
   timing     course_utils.time_it against torch.utils.benchmark, same operations, same run
   copy       lesson 07's host copy bandwidth against NumPy's large-array copy
   import     cost of `import course_utils` on top of `import torch`
+  errors     cu.explain_error on 100 kB and 1 MB pasted tracebacks (budget: 50 ms for 100 kB)
 """
 from __future__ import annotations
 
@@ -122,7 +123,29 @@ def import_cost(repeats: int = 7) -> list[str]:
             f"| heavy modules loaded by it | {heavy} |"]
 
 
-SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost}
+def errors(repeats: int = 21) -> list[str]:
+    """`cu.explain_error` on long pasted tracebacks: median of repeats, against a 50 ms budget."""
+    from course_utils.errors import explain_error
+
+    frame = '  File "/home/learner/project/train.py", line 42, in forward\n    h = self.layers[i](h)\n'
+    message = ("RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different "
+               "from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
+    cases = {"100 kB traceback, device error": frame * (100_000 // len(frame)) + message,
+             "100 kB traceback, no device error": frame * (100_000 // len(frame)) + "ValueError: bad value",
+             "1 MB traceback, device error": frame * (1_000_000 // len(frame)) + message}
+    rows = ["| input | median | within 50 ms |", "|---|---:|:-:|"]
+    for name, text in cases.items():
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            explain_error(text)
+            times.append(time.perf_counter() - start)
+        median = statistics.median(times)
+        rows.append(f"| {name} | {_fmt(median)} | {'yes' if median < 0.05 else '**no**'} |")
+    return rows
+
+
+SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors}
 
 
 def main() -> int:

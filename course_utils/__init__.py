@@ -7,10 +7,14 @@ Plain Python first, widgets on top::
     cu.check("01.nbytes", nbytes)       # -> Result (works in any Python, never raises for answers)
     cu.exercise("01.nbytes")            # the same in a notebook, with Check / Hint / Solution buttons
     cu.quiz("01.default_device")        # predict, commit, then see the explanation
-    cu.progress()                       # your progress across the seven lessons
+    cu.progress()                       # your progress across the lessons
     cu.explain_devices(model, {"x": x}) # which parameter, buffer and input lives where, and the fix
+    cu.explain_error(error)             # an error (or its pasted text): cause, fix, lesson
+
+In any notebook, ``%load_ext course_utils`` explains device errors under their tracebacks.
 """
 from .device import accelerator, best_device
+from .errors import explain_error
 from .exercises import check, exercise_ids
 from .mismatch import explain_devices
 from .store import summary as progress
@@ -20,5 +24,18 @@ from .timing import time_it
 from .widgets import answer, exercise, hint, quiz, solution
 
 __all__ = ["setup", "best_device", "accelerator", "check", "Result", "exercise", "exercise_ids",
-           "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices"]
+           "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
+           "explain_error"]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext course_utils``: explain device errors under the traceback of the cell that raised them."""
+    from .extension import load
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """``%unload_ext course_utils``."""
+    from .extension import unload
+    unload(ipython)

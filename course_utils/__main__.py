@@ -1,5 +1,6 @@
 """Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
-| ``list`` | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`).
+| ``list`` | ``explain "MESSAGE"`` (or the message on standard input)
+| ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_utils",
                                      description="Helpers for the course 'Where does my tensor live?'.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("progress", help="show your progress across the seven lessons")
+    sub.add_parser("progress", help="show your progress across the lessons")
     p_check = sub.add_parser("check", help="check an exercise answer written in a .py file")
     p_check.add_argument("exercise_id")
     p_check.add_argument("file", help="a Python file that defines the exercise's function or class")
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     p_sol = sub.add_parser("solution", help="show the reference solution (after an attempt)")
     p_sol.add_argument("exercise_id")
     sub.add_parser("list", help="list the exercises")
+    p_explain = sub.add_parser("explain", help="explain a device error: its cause, fix and lesson "
+                                               "(exit status 1: not one the course knows)")
+    p_explain.add_argument("message", nargs="?",
+                           help="the error message or traceback; read from standard input when omitted or '-'")
     p_grade = sub.add_parser("grade", help="grade submitted notebooks in isolated processes, into a CSV",
                              description="Grade each notebook's answer cells in a fresh, time- and "
                                          "memory-limited process with the course's own checks.")
@@ -40,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
             for ex_id in exercise_ids():
                 ex = get_exercise(ex_id)
                 print(f"{ex_id:22} {ex.name:18} {ex.title}")
+        elif args.command == "explain":
+            from .errors import explain_error
+            text = sys.stdin.read() if args.message in (None, "-") else args.message
+            explanation = explain_error(text)
+            print(explanation.text())
+            return 0 if explanation.known else 1
         elif args.command == "hint":
             print(widgets.hint(args.exercise_id, args.number))
         elif args.command == "solution":

@@ -17,12 +17,14 @@ CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 
 from .grading import safe_repr
 
@@ -41,7 +43,7 @@ class Entry:
     """One row of a :class:`DeviceReport`.
 
     Attributes:
-        kind: ``"parameter"``, ``"buffer"``, ``"plain attribute"``, ``"input"``,
+        kind: ``"parameter"``, ``"buffer"``, ``"plain attribute"``, ``"input"``, ``"loss"``, ``"module"``,
             ``"optimizer state"`` or ``"unregistered module"``.
         name: the name as ``named_parameters()`` / ``named_buffers()`` give it, or the input's key.
         device: where it lives, as text (``"cuda:0"``), or ``""`` for something that is not a tensor.
@@ -195,7 +197,7 @@ def _names(names: list[str], limit: int = 6) -> str:
 
 
 def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *,
-                    optimizer: Any = None) -> DeviceReport:
+                    optimizer: Any = None, loss: Any = None) -> DeviceReport:
     """List every parameter, buffer, plain tensor attribute and input with its device; flag the odd ones out.
 
     Args:
@@ -206,13 +208,21 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
             means the current CUDA device. When omitted, the device holding most of the model's
             parameters (by element count) is used, or else the one holding most of the inputs.
         optimizer: optionally, a ``torch.optim.Optimizer`` whose state should sit with its parameters.
+        loss: optionally, your loss module (``nn.CrossEntropyLoss(weight=w)``), or a dict of name ->
+            loss module. The tensors it holds (``weight``, ``pos_weight``) are checked against the
+            target device; they never choose it. A loss module passed as ``model``, and modules among
+            the inputs, are read the same way.
+
+    Some arguments must stay on the CPU whatever the target: an input named like ``lengths``
+    (``pack_padded_sequence`` needs its lengths on the CPU) and a ``DataLoader``'s generator. They are
+    never advised to move to the target; on another device they are flagged with the way back.
 
     Returns:
         A :class:`DeviceReport`. It never raises for unusual arguments; it reports them.
     """
     report = DeviceReport(target=None, reason="")
     try:
-        _explain(report, model, inputs, device, optimizer)
+        _explain(report, model, inputs, device, optimizer, loss)
     except Exception as e:  # the explainer must never be the thing that crashes
         report.problems.append(f"the inspection stopped early with {type(e).__name__}: {safe_repr(str(e), 160)}")
     return report
@@ -220,11 +230,21 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
 
 # --- the inspection ------------------------------------------------------------------------------
 
-def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimizer: Any) -> None:
+def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimizer: Any, loss: Any) -> None:
+    losses = _loss_modules(loss)
+    if isinstance(model, nn.modules.loss._Loss):  # a loss passed as the model holds no model device
+        losses.insert(0, ("loss", model))
+        model = None
     params, buffers, plain, unregistered = _model_tensors(model, report)
-    flat_inputs = list(_flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0))
+    flat_inputs = []
+    for name, value in _flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0):
+        if isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
+            losses.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
+        else:
+            flat_inputs.append((name, value))
 
-    target, reason = _choose_target(device, params + buffers, flat_inputs, report)
+    voters = [(n, v) for n, v in flat_inputs if not _cpu_only(n, v)]
+    target, reason = _choose_target(device, params + buffers, voters, report)
     report.target = None if target is None else _device_text(target)
     report.reason = reason
 
@@ -247,8 +267,15 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
     for name, what in unregistered:
         report.entries.append(Entry("unregistered module", name, "", "", what, WARNING,
                                     "module in a plain list/dict: Module.to does not see it"))
+    for name, owner, *kind in losses:
+        for tname, t in _module_tensors(owner):
+            status = status_of(t)
+            note = f"held by '{name}': move it with `{name}.to(...)`" if status == MISMATCH else ""
+            report.entries.append(_entry(kind[0] if kind else "loss", f"{name}.{tname}", t, status, note))
     for name, value in flat_inputs:
-        if isinstance(value, torch.Tensor):
+        if _cpu_only(name, value):
+            report.entries.append(_cpu_only_entry(name, value))
+        elif isinstance(value, torch.Tensor):
             status = status_of(value)
             note = ""
             if status == MISMATCH:
@@ -401,6 +428,59 @@ def _non_tensor_note(value: Any) -> str:
     return "not a tensor: skipped"
 
 
+_CPU_ONLY = "must stay on the CPU"
+_LENGTHS = re.compile(r"(?:^|[^a-z])(?:seq_?)?(?:lengths?|lens)(?:[^a-z]|$)", re.IGNORECASE)
+
+
+def _cpu_only(name: str, value: Any) -> bool:
+    """Inputs that belong on the CPU whatever the model's device: sequence lengths, generators, DataLoaders."""
+    if isinstance(value, torch.Tensor):
+        return bool(_LENGTHS.search(name)) and not value.is_floating_point()
+    return isinstance(value, (torch.Generator, DataLoader))
+
+
+def _cpu_only_entry(name: str, value: Any) -> Entry:
+    loader = isinstance(value, DataLoader)
+    if loader:
+        gen = value.generator if isinstance(value.generator, torch.Generator) else None
+        gen = gen or getattr(getattr(value, "sampler", None), "generator", None)
+        name, value = f"{name}.generator", gen
+        if not isinstance(value, torch.Generator):
+            return Entry("input", name, "", "", "None", NOTE, "no generator of its own: uses the CPU's global one")
+    device = _device_text(value.device)
+    on_cpu = value.device.type == "cpu"
+    if isinstance(value, torch.Generator):
+        if loader:   # a DataLoader's sampler draws its permutation on the CPU
+            return Entry("input", name, device, "", "Generator", NOTE if on_cpu else MISMATCH,
+                         f"{_CPU_ONLY}: a DataLoader draws with it on the CPU")
+        return Entry("input", name, device, "", "Generator", NOTE,
+                     f"a generator: a DataLoader's {_CPU_ONLY}; one for torch.randn(..., generator=g) "
+                     "belongs where it draws")
+    return _entry("input", name, value, NOTE if on_cpu else MISMATCH,
+                  f"{_CPU_ONLY}: pack_padded_sequence reads lengths on the CPU")
+
+
+def _loss_modules(loss: Any) -> list:
+    if loss is None:
+        return []
+    if isinstance(loss, dict):
+        return [(str(k), v) for k, v in list(loss.items())[:_MAX_ITEMS] if isinstance(v, nn.Module)]
+    return [("loss", loss)] if isinstance(loss, nn.Module) else []
+
+
+def _module_tensors(module: nn.Module) -> list:
+    """A loss module's parameters and buffers (``weight``, ``pos_weight``...) and plain tensor attributes."""
+    try:
+        found = dict(module.named_parameters())
+        found.update(module.named_buffers())
+        for key, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                found.setdefault(key, value)
+        return [(n, t) for n, t in found.items() if isinstance(t, torch.Tensor)][:_MAX_ITEMS]
+    except Exception:
+        return []
+
+
 def _optimizer_entries(report: DeviceReport, optimizer: Any, model: Any, params: list) -> None:
     try:
         groups = list(optimizer.param_groups)
@@ -468,9 +548,17 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
             out.append(f"'{e.name}' is a module inside a plain list or dict: `Module.to` never sees its "
                        "parameters. Use `nn.ModuleList` or `nn.ModuleDict`.")
     for e in report.entries:
-        if e.kind == "input" and e.status == MISMATCH:
+        if e.kind == "input" and e.status == MISMATCH and e.note.startswith(_CPU_ONLY):
+            fix = (f"`{e.name} = {e.name}.cpu()`" if e.dtype != "Generator" else
+                   "`torch.Generator(device=\"cpu\")` for the DataLoader (and no default device while it runs)")
+            out.append(f"'{e.name}' must be on the CPU, whatever device the model uses: {fix}.")
+        elif e.kind == "input" and e.status == MISMATCH:
             out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
                        "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
+    for owner in dict.fromkeys(e.name.split(".")[0] for e in report.entries
+                               if e.kind in ("loss", "module") and e.status == MISMATCH):
+        out.append(f"Move '{owner}' with the model: `{owner}.to({where})` (a loss's `weight` / `pos_weight` are "
+                   "buffers, so `Module.to` moves them).")
     if any(e.kind == "optimizer state" and e.status in (MISMATCH, WARNING) for e in report.entries):
         out.append("Optimizer state lives where the parameters were when it was created: move the model "
                    "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "

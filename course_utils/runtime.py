@@ -79,12 +79,17 @@ def setup(lesson: str | None = None) -> torch.device:
     """Print the runtime banner and return the device the lesson should use.
 
     Args:
-        lesson: the lesson number (``"01"``..``"07"``), shown in the banner's first line.
+        lesson: the lesson number (``"01"``..``"08"``), shown in the banner's first line.
+
+    In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
+    is explained under its traceback.
 
     Returns:
         The device chosen by :func:`course_utils.best_device`, made the current device when it
         names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it.
     """
+    from . import extension  # imports only the error catalogue: no floor above this one
+    extension.enable()
     device = _device.best_device()
     _device.make_current(device)
     if lesson:

@@ -26,6 +26,7 @@ def variant(nb: dict, solved: bool) -> dict:
     """A copy of ``nb`` (with reference solutions pasted in when ``solved``) that ends with a
     cell asserting every exercise check in it reported "passed" (solved) or "not attempted"."""
     nb = with_solutions(nb) if solved else json.loads(json.dumps(nb))
+    nb["cells"] = [c for cell in nb["cells"] for c in _with_raise_checks(cell)]
     cells = exercise_cells(nb)
     expected = {ex_id: "passed" if solved else "not attempted" for ex_id in sorted(cells)}
     nb["cells"].append({
@@ -37,3 +38,49 @@ def variant(nb: dict, solved: bool) -> dict:
             "assert seen == expected, f'exercise checks: expected {expected}, got {seen}'\n"),
     })
     return nb
+
+
+#: When a cell raises on purpose only on some machines (``course.raises.when``): the condition, as code.
+RAISE_WHEN = {
+    "always": "True",
+    "no cuda": "not _torch.cuda.is_available()",
+    "no accelerator": "_device.accelerator() is None",
+    "accelerator": "_device.accelerator() is not None",
+    "cpu build": "not _torch.backends.cuda.is_built()",
+}
+
+
+def raises(cell: dict) -> dict | None:
+    """What a cell tagged ``raises-exception`` declares it raises: its ``course.raises`` metadata,
+    ``{"error": "RuntimeError", "message": "a part of the message", "when": "no cuda"}``. ``error``
+    and ``message`` may be lists (any one of them: wordings differ between builds and devices);
+    ``when``, a key of :data:`RAISE_WHEN`, defaults to ``always``."""
+    return (cell.get("metadata", {}).get("course") or {}).get("raises")
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _with_raise_checks(cell: dict) -> list[dict]:
+    """``cell``, and for a cell that raises on purpose a cell before it (forget the last error) and
+    one after it (the error it raised is the one it declares), so a cell that stops raising, or
+    raises something else, fails the notebook run."""
+    declared = raises(cell)
+    if not declared or "raises-exception" not in cell.get("metadata", {}).get("tags", []):
+        return [cell]
+    ident = cell.get("id", "cell")
+    errors, messages = _listed(declared["error"]), _listed(declared["message"])
+    wanted = f"cell {ident} should raise {' or '.join(errors)} with one of {messages}; it raised "
+    after = ("import sys as _sys, torch as _torch, course_utils.device as _device\n"
+             f"if {RAISE_WHEN[declared.get('when', 'always')]}:\n"
+             "    _raised = _sys.last_value\n"
+             f"    assert type(_raised).__name__ in {errors!r} and any(_m in str(_raised) for _m in {messages!r}), "
+             f"{wanted!r} + repr(_raised)\n")
+    return [_code(f"{ident}-forget-error", "import sys as _sys\n_sys.last_value = None\n"), cell,
+            _code(f"{ident}-check-error", after)]
+
+
+def _code(ident: str, source: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "id": ident, "metadata": {}, "outputs": [],
+            "source": source}

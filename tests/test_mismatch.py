@@ -264,3 +264,86 @@ def test_no_false_alarms_on_built_in_layers(make):
     for device in ("cpu", "meta"):
         report = explain_devices(make().to(device), device=device)
         assert report.ok, report.text()
+
+
+# --- arguments that stay on the CPU, and tensors a loss holds ------------------------------------------------
+
+class Tagger(nn.Module):
+    """An RNN that packs its padded input: `lengths` must stay on the CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(2, 2, batch_first=True)
+
+
+def test_lengths_are_never_advised_to_move_to_the_model():
+    model = Tagger().to("meta")
+    report = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"), "lengths": torch.tensor([3, 2])})
+    assert report.target == "meta" and report.mismatches == []
+    assert "lengths.to" not in report.text() and "CPU" in entry(report, "lengths").note
+    on_gpu = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"),
+                                     "lengths": torch.tensor([3, 2], device="meta")})
+    assert on_gpu.mismatches == ["lengths"]
+    assert any("`lengths = lengths.cpu()`" in s for s in on_gpu.suggestions)
+    assert not any('lengths.to("meta")' in s for s in on_gpu.suggestions)
+
+
+def test_lengths_on_the_cpu_do_not_choose_the_target():
+    report = explain_devices(None, {"x": torch.ones(3, device="meta"), "seq_lens": torch.tensor([3]),
+                                    "src_lengths": torch.tensor([3])})
+    assert report.target == "meta" and report.mismatches == []
+
+
+def test_a_dataloader_generator_is_never_moved():
+    loader = torch.utils.data.DataLoader(range(4), shuffle=True, generator=torch.Generator())
+    report = explain_devices(nn.Linear(2, 2).to("meta"), {"x": torch.ones(2, device="meta"), "loader": loader})
+    gen = entry(report, "loader.generator")
+    assert gen.device == "cpu" and gen.status == "note" and "CPU" in gen.note
+    assert report.ok is True and not any("generator" in s or "loader" in s for s in report.suggestions)
+
+
+def test_a_loss_weight_is_checked_against_the_model():
+    model = nn.Linear(2, 3).to("meta")
+    report = explain_devices(model, {"x": torch.ones(1, 2, device="meta")},
+                             loss=nn.CrossEntropyLoss(weight=torch.ones(3)))
+    assert report.target == "meta" and report.mismatches == ["loss.weight"]
+    assert entry(report, "loss.weight").kind == "loss"
+    assert any(s.startswith("Move 'loss' with the model: `loss.to(\"meta\")`") for s in report.suggestions)
+    assert not any("Move input" in s for s in report.suggestions)
+    named = explain_devices(model, {"x": torch.ones(1, 2, device="meta"),
+                                    "criterion": nn.BCEWithLogitsLoss(pos_weight=torch.ones(3))})
+    assert named.mismatches == ["criterion.pos_weight"] and "`criterion.to(\"meta\")`" in named.text()
+
+
+def test_a_loss_weight_never_sends_the_data_to_the_cpu():
+    criterion = nn.BCEWithLogitsLoss(pos_weight=torch.ones(2))         # its pos_weight is on the CPU
+    inputs = {"logits": torch.ones(2, device="meta"), "y": torch.ones(2, device="meta")}
+    def check(report):
+        assert report.target == "meta", report.text()
+        assert not any(s.startswith("Move input") for s in report.suggestions)
+        assert any('.to("meta")' in s for s in report.suggestions)   # the loss moves to the data
+
+    check(explain_devices(criterion, inputs))                       # a loss passed as the model
+    check(explain_devices(None, inputs, loss={"criterion": criterion}))
+
+
+@pytest.mark.parametrize("loss", [Hostile(), 3, "loss", {"a": Hostile()}, nn.MSELoss(), HostileModule()],
+                         ids=lambda v: type(v).__name__)
+def test_never_raises_with_odd_losses(loss):
+    report = explain_devices(nn.Linear(2, 2), {"x": torch.ones(2)}, loss=loss)
+    assert isinstance(report.text(), str) and isinstance(report._repr_html_(), str)
+
+
+
+class GpuGenerator(torch.Generator):
+    """What `torch.Generator(device="cuda")` reports, on a machine without CUDA."""
+    device = torch.device("cuda", 0)
+
+
+def test_a_dataloader_generator_off_the_cpu_gets_the_way_back_and_a_bare_one_is_left_alone():
+    loader = torch.utils.data.DataLoader(range(4), shuffle=True, generator=GpuGenerator())
+    report = explain_devices(nn.Linear(2, 2), {"x": torch.ones(2), "loader": loader, "g": GpuGenerator()})
+    assert report.mismatches == ["loader.generator"] and entry(report, "loader.generator").device == "cuda:0"
+    assert any('torch.Generator(device="cpu")' in s for s in report.suggestions)
+    assert entry(report, "g").status == "note"            # one for torch.randn(..., generator=g) may be on a GPU
+    assert not any(".to(" in s for s in report.suggestions)

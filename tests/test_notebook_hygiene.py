@@ -11,7 +11,7 @@ import pytest
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.lessons import LESSONS
 from course_utils.quizzes import quiz_ids
-from nbtools import NOTEBOOK_DIR, ROOT, exercise_cells, load, notebook_paths, source
+from nbtools import NOTEBOOK_DIR, RAISE_WHEN, ROOT, exercise_cells, load, notebook_paths, raises, source
 
 NOTEBOOKS = notebook_paths()
 QUIZ_CALL = re.compile(r"""cu\.quiz\(["']([^"']+)["']\)""")
@@ -100,3 +100,16 @@ def test_launch_parts_are_in_sync_with_the_repository_address():
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sync_notebooks.py"), "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_every_cell_that_raises_on_purpose_declares_its_error(path):
+    """A ``raises-exception`` cell says what it raises (``course.raises``), so the notebook runs can check
+    that it still raises exactly that (``nbtools.variant``)."""
+    for cell in load(path)["cells"]:
+        if "raises-exception" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        declared = raises(cell)
+        where = f"{path.name}, cell {cell.get('id')}"
+        assert declared and declared.get("error") and "message" in declared, f"{where}: no course.raises"
+        assert declared.get("when", "always") in RAISE_WHEN, f"{where}: unknown 'when'"

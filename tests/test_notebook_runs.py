@@ -46,3 +46,27 @@ def test_harness_catches_a_failing_check(tmp_path):
                           timeout=300)
     assert proc.returncode != 0
     assert "expected {'01.nbytes': 'passed'}, got {'01.nbytes': 'failed'}" in proc.stdout
+
+
+@pytest.mark.parametrize("source, fails", [
+    ("torch.ones(2, device='meta').numpy()", False),  # raises what it declares
+    ("torch.ones(2).numpy()", True),                   # stopped raising
+    ("torch.ones(2, device='meta').item()", True),     # raises something else
+])
+def test_a_cell_that_raises_on_purpose_must_raise_what_it_declares(tmp_path, source, fails):
+    """Negative controls for the checks ``variant`` adds around every ``raises-exception`` cell."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import torch"},
+        {"cell_type": "code", "id": "b", "execution_count": None, "outputs": [], "source": source,
+         "metadata": {"tags": ["raises-exception"], "course": {"raises": {
+             "error": "TypeError", "message": "can't convert meta device type tensor to numpy"}}}},
+    ]}
+    target = tmp_path / "raising.ipynb"
+    target.write_text(json.dumps(variant(nb, solved=False)), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                           "--nbval-current-env", str(target)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert (proc.returncode != 0) == fails, proc.stdout[-3000:]
+    if fails:
+        assert "cell b should raise TypeError with one of" in proc.stdout

@@ -17,6 +17,7 @@ LESSONS = {
     "05": ".device",
     "06": "Device-mismatch errors",
     "07": "Transfer cost",
+    "08": "Field guide (appendix)",
 }
 
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):

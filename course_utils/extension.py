@@ -1,0 +1,135 @@
+"""The IPython extension: under the traceback of a cell that raised a device error, its explanation.
+
+::
+
+    %load_ext course_utils      # in any notebook or IPython session (cu.setup() turns it on too)
+    %unload_ext course_utils    # and off again
+
+After each cell that raised, :func:`course_utils.explain_error` reads the exception. When it is a
+device problem the course knows, the explanation appears under the traceback (which is left exactly
+as it was), with the variables of the notebook that live on each device the message names. Any
+other error is left alone. It needs IPython only: no widgets.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .errors import Explanation, explain_error
+
+__all__ = ["load", "unload", "enable", "ErrorHelp"]
+
+_MAX_NAMES = 12   # variables listed per device
+
+
+class ErrorHelp:
+    """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names."""
+
+    def __init__(self, explanation: Explanation, where: dict[str, list[str]]):
+        self.explanation = explanation
+        self.where = where
+
+    def text(self) -> str:
+        lines = [self.explanation.text()]
+        if self.where:
+            lines.append("Your variables on these devices:")
+            lines += [f"  {device}: {', '.join(names) or '(none)'}" for device, names in self.where.items()]
+        return "\n".join(lines)
+
+    __str__ = __repr__ = text
+
+    def _repr_html_(self) -> str:
+        page = self.explanation._repr_html_()
+        if self.where:
+            items = "".join(f"<li><code>{html.escape(d)}</code>: "
+                            + (", ".join(f"<code>{html.escape(n)}</code>" for n in names) or "(none)") + "</li>"
+                            for d, names in self.where.items())
+            listing = f"<div>Your variables on these devices:<ul style='margin:2px 0'>{items}</ul></div>"
+            page = page[: -len("</div>")] + listing + "</div>"
+        return page
+
+
+def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[str]]:
+    """For each device, the names of tensors, modules and optimizers in ``namespace`` that live on it.
+
+    ``"cuda"`` (no index) matches any CUDA device; a module or optimizer counts on every device its
+    tensors use. Names starting with ``_`` are skipped.
+    """
+    try:
+        import torch
+    except Exception:  # pragma: no cover - the course always has torch
+        return {}
+    wanted = list(dict.fromkeys(d for d in devices if d))
+    found: dict[str, list[str]] = {d: [] for d in wanted}
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or not wanted:
+            continue
+        try:
+            here = _devices_of(value, torch)
+        except Exception:
+            continue
+        for d in wanted:
+            if any(_same(d, h) for h in here) and len(found[d]) < _MAX_NAMES:
+                found[d].append(name)
+    return found
+
+
+def _devices_of(value: Any, torch: Any) -> set[str]:
+    if isinstance(value, torch.Tensor):
+        return {str(value.device)}
+    if isinstance(value, torch.nn.Module):
+        tensors = list(value.parameters())[:500] + list(value.buffers())[:500]
+        return {str(t.device) for t in tensors}
+    if isinstance(value, torch.optim.Optimizer):
+        return {str(p.device) for g in value.param_groups for p in g.get("params", [])[:500]}
+    return set()
+
+
+def _same(named: str, actual: str) -> bool:
+    """``cuda`` matches ``cuda:0``; ``cuda:0`` matches only ``cuda:0``."""
+    n, a = named.lower(), actual.lower()
+    return n == a or (":" not in n and a.split(":")[0] == n)
+
+
+def _after_cell(result: Any) -> None:
+    """post_run_cell hook: explain the cell's exception, if it is a device error the course knows."""
+    try:
+        error = getattr(result, "error_in_exec", None)
+        if error is None:
+            return
+        explanation = explain_error(error)
+        if not explanation.known:
+            return
+        from IPython import get_ipython
+        from IPython.display import display
+        shell = get_ipython()
+        where = variables_on(getattr(shell, "user_ns", {}) or {}, explanation.devices)
+        display(ErrorHelp(explanation, where if any(where.values()) else {}))
+    except Exception:  # help must never add an error of its own
+        pass
+
+
+def load(ipython: Any) -> None:
+    """Register the hook on an IPython shell (twice is the same as once)."""
+    callbacks = ipython.events.callbacks.get("post_run_cell", [])
+    if _after_cell not in callbacks:
+        ipython.events.register("post_run_cell", _after_cell)
+
+
+def unload(ipython: Any) -> None:
+    """Remove the hook."""
+    if _after_cell in ipython.events.callbacks.get("post_run_cell", []):
+        ipython.events.unregister("post_run_cell", _after_cell)
+
+
+def enable() -> bool:
+    """Turn the hook on in the running IPython, if any. Returns True when it is on."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        if shell is None:
+            return False
+        load(shell)
+        return True
+    except Exception:
+        return False

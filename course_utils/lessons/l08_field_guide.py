@@ -1,0 +1,179 @@
+"""Appendix 08 - field guide: the device errors you will meet outside the lessons, and their fixes."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exercises import grader
+from ..grading import Wrong, call, describe, expect_callable, safe_repr
+from ..quizzes import add_quiz
+
+# --- quizzes ---------------------------------------------------------------------------------
+
+add_quiz(
+    "08.del_reserved",
+    "On a GPU, `x = torch.empty(2**28, device=\"cuda\")` takes 1 GiB. You run `del x`. What does "
+    "`nvidia-smi` show for your process now?",
+    ["About 1 GiB less than before", "The same as before: PyTorch keeps the freed memory for its next tensor",
+     "Zero: `del` hands everything back to the driver", "It depends on the Python garbage collector only"],
+    1,
+    "PyTorch's caching allocator keeps the freed block *reserved* for your next tensors: "
+    "`torch.cuda.memory_allocated()` drops by 1 GiB, `torch.cuda.memory_reserved()` and `nvidia-smi` do not. "
+    "`torch.cuda.empty_cache()` hands the unused reserved memory back to the driver (other processes can then use "
+    "it); it cannot free tensors you still hold.",
+)
+add_quiz(
+    "08.bad_label",
+    "A classifier has 5 classes (labels 0 to 4), and one label in the batch is 5. What does "
+    "`nn.CrossEntropyLoss()(logits, labels)` do on the CPU?",
+    ["Returns a loss, a little too large", "Raises `IndexError: Target 5 is out of bounds.`",
+     "Raises `RuntimeError: CUDA error: device-side assert triggered`", "Returns `nan`"],
+    1,
+    "The CPU kernel checks each label and names the bad one: `IndexError: Target 5 is out of bounds.` "
+    "On a GPU the same check runs inside the kernel; all it can do is stop, and you get the vague "
+    "\"device-side assert triggered\", often reported at a later line. That is why running one step on the CPU "
+    "is the quickest way to read the real error.",
+)
+add_quiz(
+    "08.module_prefix",
+    "A checkpoint was saved with `torch.save(nn.DataParallel(model).state_dict(), path)`. You load it into a "
+    "plain model with `model.load_state_dict(torch.load(path))`. What happens?",
+    ["It loads: the wrapper does not change the names", "It loads, but silently skips every weight",
+     "It raises a RuntimeError: every key is \"missing\" and every saved key \"unexpected\"",
+     "It raises a KeyError for the first weight"],
+    2,
+    "`DataParallel` (and `DistributedDataParallel`) keep your model as their submodule `module`, so every key "
+    "of the wrapper's `state_dict` starts with `module.`. `load_state_dict` is strict by default: it lists the "
+    "plain names as missing and the `module.` names as unexpected, and loads nothing.",
+)
+
+
+# --- exercise 08.strip_prefix ----------------------------------------------------------------
+
+def strip_prefix(state_dict, prefix="module."):
+    """A new dict with ``prefix`` removed from the start of every key that has it; values unchanged."""
+    return {(key[len(prefix):] if key.startswith(prefix) else key): value for key, value in state_dict.items()}
+
+
+def _wrapped_state(gen: torch.Generator) -> list[tuple[str, dict, str]]:
+    """(description, state_dict, prefix) for each check."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    wrapped = torch.nn.DataParallel(model).state_dict()
+    mixed = {"module.encoder.weight": torch.randn(2, generator=gen), "head.weight": torch.randn(2, generator=gen),
+             "module.module.bias": torch.randn(1, generator=gen), "step": 7}
+    return [
+        ("the state_dict of `nn.DataParallel(Sequential(Linear, BatchNorm1d, Linear))`", wrapped, "module."),
+        ("a plain state_dict (no key has the prefix)", model.state_dict(), "module."),
+        ("a dict where some keys have the prefix and others not, one key twice prefixed, one value an int",
+         mixed, "module."),
+        ("keys saved by `torch.compile`, prefix=\"_orig_mod.\"",
+         {"_orig_mod.weight": torch.randn(2, generator=gen), "_orig_mod.bias": torch.randn(1, generator=gen)},
+         "_orig_mod."),
+        ("an empty state_dict", {}, "module."),
+        ("a key that contains the prefix in the middle (`encoder.module.weight`)",
+         {"encoder.module.weight": torch.randn(2, generator=gen), "module.x": torch.randn(1, generator=gen)},
+         "module."),
+    ]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    return type(a) is type(b) and a == b
+
+
+@grader("08.strip_prefix", reference=strip_prefix, title="Strip the `module.` prefix", hints=(
+    "Build a new dict from `state_dict.items()`: keep each value as it is, and change only the keys that "
+    "start with `prefix`.",
+    "`key.startswith(prefix)` tells you whether a key has the prefix; `key[len(prefix):]` is the key without it. "
+    "Remove the prefix once, at the start only: `key.replace(prefix, \"\")` would also change "
+    "`encoder.module.weight`.",
+    "`return {(k[len(prefix):] if k.startswith(prefix) else k): v for k, v in state_dict.items()}`",
+))
+def _grade_strip_prefix(answer: Any) -> str:
+    fn = expect_callable(answer, "strip_prefix")
+    gen = torch.Generator().manual_seed(8)
+    for description, state, prefix in _wrapped_state(gen):
+        original = dict(state)
+        given = dict(state)
+        got = call(fn, given, prefix, context=description)
+        want = strip_prefix(original, prefix)
+        if dict(given) != original or list(given) != list(original):
+            raise Wrong(f"For {description} your function changed the dict it was given. Return a new dict "
+                        "and leave the caller's state_dict as it was (it may still be needed).")
+        if not isinstance(got, dict):
+            raise Wrong(f"For {description} you returned {safe_repr(got)} ({type(got).__name__}); return a dict "
+                        "(`load_state_dict` takes any mapping, but a dict is what the check expects).")
+        if sorted(map(str, got)) != sorted(map(str, want)) or len(got) != len(want):
+            wrong = [k for k in got if k not in want][:3] or [k for k in want if k not in got][:3]
+            raise Wrong(f"For {description} the keys are {safe_repr(list(got), 160)}; expected "
+                        f"{safe_repr(list(want), 160)}. Look at {safe_repr(wrong)}: remove "
+                        f"`{prefix}` only where a key starts with it, and only once.")
+        for key, value in want.items():
+            if not _same(got[key], value):
+                shown = describe(got[key]) if isinstance(got[key], torch.Tensor) else safe_repr(got[key])
+                raise Wrong(f"For {description} the value under {key!r} is {shown}, not the value that was "
+                            "saved under its prefixed name. Keep every value as it is: change only the keys.")
+    return ("Right: the prefix comes off the front of each key that has it, and nothing else changes. "
+            "PyTorch's own `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")` "
+            "does the same in place.")
+
+
+# --- exercise 08.bad_labels ------------------------------------------------------------------
+
+def bad_labels(labels, num_classes):
+    """Positions (a sorted list of ints) of the labels outside 0..num_classes-1."""
+    bad = (labels < 0) | (labels >= num_classes)
+    return bad.nonzero().flatten().tolist()
+
+
+def _label_cases(gen: torch.Generator) -> list[tuple[str, torch.Tensor, int]]:
+    ok = torch.randint(0, 10, (32,), generator=gen)
+    too_big = ok.clone()
+    too_big[[3, 17]] = 10
+    negative = ok.clone()
+    negative[0] = -1
+    both = torch.randint(0, 3, (12,), generator=gen)
+    both[[2, 5, 11]] = torch.tensor([3, -100, 7])
+    return [
+        ("32 labels for 10 classes, all valid", ok, 10),
+        ("32 labels for 10 classes, two of them equal to 10", too_big, 10),
+        ("32 labels for 10 classes, the first one -1", negative, 10),
+        ("12 labels for 3 classes: one 3, one -100, one 7", both, 3),
+        ("labels of dtype int32", too_big.to(torch.int32), 10),
+        ("an empty batch", torch.empty(0, dtype=torch.long), 4),
+    ]
+
+
+@grader("08.bad_labels", reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
+    "A label is valid when `0 <= label < num_classes`. Compare the whole tensor at once, then ask where the "
+    "comparison is False.",
+    "`(labels < 0) | (labels >= num_classes)` is a boolean tensor, True at the bad positions. "
+    "`.nonzero()` gives those positions; `.flatten().tolist()` makes them a list of Python ints.",
+    "`return ((labels < 0) | (labels >= num_classes)).nonzero().flatten().tolist()`",
+))
+def _grade_bad_labels(answer: Any) -> str:
+    fn = expect_callable(answer, "bad_labels")
+    gen = torch.Generator().manual_seed(80)
+    for description, labels, num_classes in _label_cases(gen):
+        given = labels.clone()
+        got = call(fn, given, num_classes, context=f"{description} (a {describe(labels)})")
+        want = bad_labels(labels, num_classes)
+        if not torch.equal(given, labels):
+            raise Wrong(f"For {description} your function changed the labels it was given. Only read them.")
+        if isinstance(got, torch.Tensor):
+            raise Wrong(f"For {description} you returned a tensor ({describe(got)}). Return a plain list of "
+                        "Python ints: `.tolist()` converts.")
+        if not isinstance(got, list) or any(type(i) is not int for i in got):
+            raise Wrong(f"For {description} you returned {safe_repr(got)}; expected a list of ints, {want}.")
+        if got != want:
+            values = [labels[i].item() for i in want]
+            raise Wrong(f"For {description} (num_classes={num_classes}) you returned {safe_repr(got)}; the bad "
+                        f"positions are {want} (labels {values}). Valid labels run from 0 to num_classes - 1: "
+                        "catch negative labels and labels equal to num_classes too.")
+    return ("Right: you find every label outside 0..num_classes-1, the ones that make a GPU stop with "
+            "\"device-side assert triggered\". Check a suspicious batch like this before blaming the GPU.")

@@ -1,0 +1,376 @@
+"""cu.explain_error: each device error's family, what the message says, the look-alikes refused, never raises."""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import re
+
+import pytest
+import torch
+from torch import nn
+
+import course_utils as cu
+from course_utils import errors
+from course_utils.__main__ import main
+from course_utils.errors import FAMILIES, LESSONS, Explanation, explain_error, family
+from course_utils.mismatch import save_as_gpu_checkpoint
+from nbtools import NOTEBOOK_DIR, ROOT
+
+#: Families whose message has had a single wording in every PyTorch checked (they are still tested as a
+#: bare message, a traceback, and with other numbers).
+ONE_WORDING = {"mps-oom", "fork", "mps-float64", "index-device"}
+
+ALL_WORDINGS = [(f.key, text) for f in FAMILIES for text, _ in f.wordings]
+
+
+def traceback_of(message: str, kind: str = "RuntimeError") -> str:
+    """What a learner pastes: a whole traceback, ending with the message."""
+    return ("Traceback (most recent call last):\n"
+            '  File "/home/learner/train.py", line 42, in <module>\n'
+            "    loss = criterion(model(x.to(device)), y)\n"
+            '  File "/usr/lib/python3/site-packages/torch/nn/modules/module.py", line 1751, in _wrapped_call_impl\n'
+            "    return self._call_impl(*args, **kwargs)\n"
+            f"{kind}: {message}\n")
+
+
+def test_the_catalogue_is_sound():
+    keys = [f.key for f in FAMILIES]
+    assert len(keys) == len(set(keys)) == len(LESSONS)
+    for fam in FAMILIES:
+        assert fam.wordings and fam.cause and fam.fix and fam.title
+        assert len(fam.wordings) >= 2 or fam.key in ONE_WORDING, fam.key
+        assert all(source for _, source in fam.wordings)
+    assert family("devices").title == "Tensors on different devices"
+    with pytest.raises(KeyError):
+        family("nope")
+
+
+@pytest.mark.parametrize("key, message", ALL_WORDINGS, ids=[f"{k}-{i}" for i, (k, _) in enumerate(ALL_WORDINGS)])
+def test_every_wording_is_recognised_bare_and_in_a_traceback(key, message):
+    for text in (message, traceback_of(message), "\x1b[0;31mRuntimeError\x1b[0m: " + message):
+        e = explain_error(text)
+        assert e.known and e.key == key, (text, e.key)
+        assert e.cause and e.fix and e.lesson == family(key).lesson
+        assert e.message and e.message.rstrip("…") in text.replace("\x1b[0;31m", "").replace("\x1b[0m", "")
+
+
+@pytest.mark.parametrize("key, message", ALL_WORDINGS, ids=[f"{k}-{i}" for i, (k, _) in enumerate(ALL_WORDINGS)])
+def test_other_devices_and_numbers_change_nothing(key, message):
+    varied = (message.replace("cuda:0", "cuda:3").replace("cuda:1", "cuda:2").replace("20.00 MiB", "1.50 GiB")
+              .replace("aten::nonzero", "aten::upsample_bicubic2d.out"))
+    assert explain_error(varied).key == key
+
+
+def test_one_family_one_cause_one_fix():
+    """Specific, not a list of everything: the answer is one family's, with one Fix line."""
+    for key, message in ALL_WORDINGS:
+        text = explain_error(message).text()
+        assert text.count("\nFix: ") == 1 and text.count("\nCause: ") == 1
+        others = [f.fix for f in FAMILIES if f.key != key]
+        assert not any(fix in text for fix in others), key
+
+
+# --- what the message tells --------------------------------------------------------------------------
+
+def test_per_argument_wording_names_argument_op_devices_and_direction():
+    e = explain_error("RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
+                      "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
+    assert (e.argument, e.op, e.devices) == ("mat1", "wrapper_CUDA_addmm", ("cpu", "cuda:0"))
+    assert "model is on cuda:0" in e.cause and "input (`mat1`) on cpu" in e.cause
+    assert 'x = x.to("cuda:0")' in e.fix and "model.to" not in e.fix
+
+
+def test_the_reverse_direction_moves_the_model():
+    e = explain_error("Expected all tensors to be on the same device, but got mat1 is on cuda:0, different from "
+                      "other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)")
+    assert "model is on cpu" in e.cause and 'model.to("cuda:0")' in e.fix
+    weight = explain_error("Expected all tensors to be on the same device, but got weight is on cpu, different "
+                           "from other tensors on mps:0 (when checking argument in method wrapper_MPS_mm)")
+    assert weight.argument == "weight" and "model is on cpu" in weight.cause and 'model.to("mps:0")' in weight.fix
+
+
+def test_conv_type_names_give_the_direction():
+    gpu_model = explain_error("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same")
+    assert gpu_model.devices == ("cpu", "cuda") and 'x = x.to("cuda")' in gpu_model.fix
+    cpu_model = explain_error("Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the "
+                              "same or input should be a MKLDNN tensor and weight is a dense tensor")
+    assert cpu_model.devices == ("cuda", "cpu") and 'model.to("cuda")' in cpu_model.fix
+    type_names = explain_error("Input type (CPUFloatType) and weight type (CUDAFloatType) should be the same")
+    assert type_names.devices == ("cpu", "cuda")          # the names `Tensor::toString()` gives
+
+
+@pytest.mark.parametrize("message, arg, fix", [
+    ("Expected all tensors to be on the same device, but got target is on cpu, different from other tensors on "
+     "cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)", "target", 'y = y.to("cuda:0")'),
+    ("Expected all tensors to be on the same device, but got index is on cpu, different from other tensors on "
+     "cuda:0 (when checking argument in method wrapper_CUDA__index_select)", "index", 'idx = idx.to("cuda:0")'),
+    ("Tensor for argument input is on cpu but expected on mps", "input", 'x = x.to("mps")'),
+    ("Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_addmm",
+     "self", "Move what `self` is to cuda"),
+])
+def test_the_argument_decides_the_fix(message, arg, fix):
+    e = explain_error(message)
+    assert e.argument == arg and fix in e.fix
+
+
+def test_two_devices_without_an_argument_are_named_in_order_and_not_guessed():
+    e = explain_error("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+    assert e.devices == ("cuda:0", "cpu") and e.argument == ""
+    assert "not which tensor" in e.cause and "explain_devices" in e.fix
+    pasted_without_bang = explain_error("found at least two devices ... Expected all tensors to be on the same "
+                                        "device, but found at least two devices, cuda:1 and cpu")
+    assert pasted_without_bang.devices == ("cuda:1", "cpu")
+
+
+def test_the_meta_wording_of_the_course():
+    e = explain_error("Tensor on device cpu is not on the expected device meta!")
+    assert e.key == "devices" and e.devices == ("cpu", "meta")
+    assert e.cause.startswith("A tensor on cpu met tensors on meta in one operation, which expected meta.")
+    assert "`model.to(device)`" in e.fix and "which on meta" in e.fix
+
+
+def test_placeholder_storage_names_mps():
+    e = explain_error("RuntimeError: Placeholder storage has not been allocated on MPS device!")
+    assert e.devices == ("mps",) and "input is still on the CPU" in e.cause
+
+
+def test_other_families_read_their_details():
+    assert explain_error("can't convert cuda:1 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                         "host memory first.").devices == ("cuda:1",)
+    meta = explain_error("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+                         "memory first.")
+    assert "no values" in meta.fix
+    lengths = explain_error("'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor")
+    assert lengths.devices == ("cuda:0",) and "lengths.cpu()" in lengths.fix
+    op = explain_error("The operator 'aten::upsample_bicubic2d.out' is not currently implemented for the MPS device.")
+    assert op.op == "aten::upsample_bicubic2d.out" and "PYTORCH_ENABLE_MPS_FALLBACK=1" in op.fix
+    gen = explain_error("Expected a 'cuda' device type for generator but found 'cpu'")
+    assert gen.devices == ("cpu", "cuda") and "set_default_device(None)" in gen.fix
+    index = explain_error("indices should be either on cpu or on the same device as the indexed tensor (cuda:1)")
+    assert index.devices == ("cuda:1",)
+
+
+def test_module_prefix_direction():
+    saved_wrapped = explain_error('Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "fc.weight". '
+                                  '\n\tUnexpected key(s) in state_dict: "module.fc.weight". ')
+    assert "consume_prefix_in_state_dict_if_present" in saved_wrapped.fix
+    wrapped_model = explain_error('Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: '
+                                  '"module.fc.weight". \n\tUnexpected key(s) in state_dict: "fc.weight". ')
+    assert "model.module.load_state_dict" in wrapped_model.fix
+    plain = explain_error('Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "fc.weight". ')
+    assert not plain.known   # a missing key without the prefix is not a device problem
+
+
+def test_a_dataloader_traceback_says_default_device():
+    text = ('  File "/usr/lib/python3/site-packages/torch/utils/data/sampler.py", line 164, in __iter__\n'
+            "    yield from torch.randperm(n, generator=generator).tolist()\n"
+            "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'")
+    assert "DataLoader" in explain_error(text).cause and "set_default_device" in explain_error(text).cause
+    bare = explain_error("Expected a 'cuda' device type for generator but found 'cpu'")
+    assert bare.cause.startswith("A generator on cpu drew numbers for cuda.")
+
+
+def test_the_last_error_in_a_traceback_wins():
+    chained = (traceback_of("CUDA error: device-side assert triggered")
+               + "\nDuring handling of the above exception, another exception occurred:\n\n"
+               + traceback_of("CUDA out of memory. Tried to allocate 20.00 MiB", "torch.OutOfMemoryError"))
+    assert explain_error(chained).key == "cuda-oom"
+
+
+# --- real errors, raised on this machine ---------------------------------------------------------------
+
+def raised(f) -> BaseException:
+    try:
+        f()
+    except BaseException as e:  # noqa: BLE001 - we want whatever PyTorch raises
+        return e
+    raise AssertionError("expected an error")
+
+
+def test_real_meta_mismatches_are_explained():
+    e = explain_error(raised(lambda: torch.ones(2, device="meta") + torch.ones(2)))
+    assert e.key == "devices" and e.devices == ("cpu", "meta") and "Tensor on device cpu" in e.message
+    lstm = explain_error(raised(lambda: nn.LSTM(1, 1).to("meta")(torch.ones(2, 1, 1))))
+    assert lstm.key == "devices" and lstm.devices == ("cpu", "meta") and 'x = x.to("meta")' in lstm.fix
+    linear = explain_error(raised(lambda: nn.Linear(2, 2).to("meta")(torch.ones(1, 2))))
+    assert linear.devices == ("meta", "cpu") and "`model.to(device)`" in linear.fix
+
+
+def test_real_errors_of_other_families():
+    meta = torch.ones(2, device="meta")
+    assert explain_error(raised(meta.numpy)).key == "numpy"
+    assert explain_error(raised(meta.pin_memory)).key == "pin"
+    assert explain_error(raised(torch.ones(1, device="meta").item)).key == "meta-data"
+    lengths = torch.tensor([2, 1], device="meta")
+    assert explain_error(raised(lambda: nn.utils.rnn.pack_padded_sequence(torch.ones(2, 2, 1), lengths))).key == "lengths"
+    assert explain_error(raised(lambda: torch.randn(3, requires_grad=True).to("meta").requires_grad_(False))).key == "leaf"
+    assert explain_error(raised(lambda: torch.optim.SGD([torch.randn(3, requires_grad=True).to("meta")], lr=0.1))).key == "leaf"
+    model = nn.Linear(2, 2)
+    state = {f"module.{k}": v for k, v in model.state_dict().items()}
+    assert explain_error(raised(lambda: model.load_state_dict(state))).key == "module-prefix"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where CUDA cannot be used")
+def test_real_errors_without_cuda():
+    buffer = io.BytesIO()
+    save_as_gpu_checkpoint({"w": torch.ones(1)}, buffer)
+    assert explain_error(raised(lambda: torch.load(io.BytesIO(buffer.getvalue())))).key == "map-location"
+    assert explain_error(raised(lambda: torch.ones(1).cuda())).key == "no-cuda"
+
+
+def test_a_default_device_dataloader_is_explained():
+    previous = torch.get_default_device() if hasattr(torch, "get_default_device") else None
+    torch.set_default_device("meta")
+    try:
+        error = raised(lambda: list(torch.utils.data.DataLoader(range(4), shuffle=True)))
+    finally:
+        torch.set_default_device(None)
+    assert previous is None or previous.type == "cpu"
+    e = explain_error(error)
+    assert e.known and "DataLoader" in e.cause and "set_default_device(None)" in e.fix
+
+
+# --- look-alikes: not device problems -------------------------------------------------------------------
+
+LOOK_ALIKES = [
+    "Input type (torch.DoubleTensor) and weight type (torch.FloatTensor) should be the same",
+    "Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+    "Input type (torch.cuda.DoubleTensor) and weight type (torch.cuda.FloatTensor) should be the same or input "
+    "should be a MKLDNN tensor and weight is a dense tensor",
+    "Input type (double) and bias type (float) should be the same",
+    "expected scalar type Float but found Double",
+    "RuntimeError: expected scalar type Long but found Float",
+    "mat1 and mat2 must have the same dtype, but got Double and Float",
+    "expected m1 and m2 to have the same dtype, but got: float != double",
+    "mat1 and mat2 shapes cannot be multiplied (64x10 and 20x5)",
+    "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0",
+    "Expected input batch_size (32) to match target batch_size (16).",
+    'Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "fc.bias". ',
+    "ZeroDivisionError: division by zero",
+    traceback_of("expected scalar type Float but found Double").replace("x.to(device)", "x.to('cuda:0')"),
+]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_are_refused_plainly(text):
+    e = explain_error(text)
+    assert not e.known and e.key == "" and e.cause == "" and e.fix == "" and e.lesson == ""
+    assert e.text().startswith("Not a device error the course knows")
+    assert "dtype and shape errors" in e.text()
+
+
+def test_real_dtype_errors_are_refused():
+    assert not explain_error(raised(lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)))).known
+    assert not explain_error(raised(lambda: nn.Conv2d(1, 1, 1)(torch.ones(1, 1, 2, 2, dtype=torch.float64)))).known
+    assert not explain_error(raised(lambda: torch.mm(torch.ones(2, 3), torch.ones(2, 3)))).known
+
+
+# --- untrusted input ---------------------------------------------------------------------------------------
+
+class BadStr:
+    def __str__(self):
+        raise RuntimeError("no")
+
+    __repr__ = __str__
+
+
+class BadException(Exception):
+    def __str__(self):
+        raise ValueError("no")
+
+
+class WeirdArgs(Exception):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    "", "   \n\t", None, 0, 3.5, True, [], {}, (1, 2), object(), BadStr(), BadException("x"), BadException(),
+    WeirdArgs(None, object(), BadStr()), WeirdArgs(), RuntimeError, RuntimeError(b"\xff"), Exception(*range(100)),
+    b"", b"\xff\xfe\x00\x80", bytearray(b"CUDA error: device-side assert triggered"), memoryview(b"abc"),
+    "\x00" * 1000, "x" * 2_000_000, "\ud800", "Input type (" * 10_000, "Tensor for argument " * 5_000,
+    "Expected all tensors to be on the same device, but found at least two devices, " * 1_000,
+], ids=lambda v: type(v).__name__)
+def test_never_raises(value):
+    e = explain_error(value)
+    assert isinstance(e, Explanation) and isinstance(e.known, bool)
+    assert isinstance(e.text(), str) and isinstance(e._repr_html_(), str) and str(e) == repr(e) == e.text()
+
+
+def test_bytes_and_exceptions_are_read():
+    assert explain_error(b"RuntimeError: CUDA error: device-side assert triggered\n").key == "device-assert"
+    assert explain_error(WeirdArgs("Torch not compiled with CUDA enabled", 3)).key == "no-cuda"
+    assert explain_error(AssertionError("Torch not compiled with CUDA enabled")).key == "no-cuda"
+
+
+def test_the_end_of_a_huge_traceback_is_read():
+    frame = '  File "train.py", line 1, in f\n    y = f(x)\n'
+    text = frame * 200_000 + "RuntimeError: CUDA error: invalid device ordinal"
+    assert len(text) > errors._MAX_CHARS and explain_error(text).key == "ordinal"
+
+
+# --- display -------------------------------------------------------------------------------------------------
+
+def test_text_and_html_views():
+    e = explain_error("Tensor on device cpu is not on the expected device meta!")
+    text = e.text()
+    for part in ("Device error: Tensors on different devices", "You got: Tensor on device cpu", "Cause:", "Fix:",
+                 "Learn more: 06_mismatch_errors, section 1. Meet the error"):
+        assert part in text
+    page = e._repr_html_()
+    assert "<code>x = x.to(device)</code>" in page and "Learn more" in page
+
+
+def test_html_escapes_what_was_pasted():
+    evil = "<script>alert(1)</script> Expected all tensors to be on the same device, but found at least two devices, cpu and meta!"
+    page = explain_error(evil)._repr_html_()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    unknown = explain_error("<img src=x onerror=alert(1)>")._repr_html_()
+    assert "<img" not in unknown
+
+
+# --- lessons, docs, command line -----------------------------------------------------------------------------
+
+def headings(notebook: str) -> set[str]:
+    nb = json.loads((NOTEBOOK_DIR / f"{notebook}.ipynb").read_text(encoding="utf-8"))
+    found = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            src = "".join(cell["source"])
+            found |= {m.group(1).strip() for m in re.finditer(r"^#+\s+(.*)$", src, re.MULTILINE)}
+    return found
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_lessons_point_to_sections_that_exist(key):
+    notebook, section = LESSONS[key]
+    names = headings(notebook)
+    for part in section.split(" › "):
+        assert part in names, f"{notebook} has no heading {part!r}"
+
+
+def test_the_error_index_is_generated_from_the_catalogue():
+    spec = importlib.util.spec_from_file_location("error_index", ROOT / "scripts" / "error_index.py")
+    error_index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(error_index)
+    committed = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert committed == error_index.render(), "docs/errors.md is out of date: run python scripts/error_index.py"
+    for fam in FAMILIES:
+        assert fam.title in committed
+        for text, _ in fam.wordings:
+            assert " ".join(text.split()) in committed
+    assert "(docs/errors.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_command_line(capsys, monkeypatch):
+    assert main(["explain", "Tensor on device cpu is not on the expected device meta!"]) == 0
+    assert "Tensors on different devices" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO(traceback_of("MPS backend out of memory (MPS allocated: 1 GB)")))
+    assert main(["explain"]) == 0
+    assert "MPS out of memory" in capsys.readouterr().out
+    assert main(["explain", "expected scalar type Float but found Double"]) == 1
+    assert "Not a device error" in capsys.readouterr().out
+
+
+def test_exported():
+    assert cu.explain_error is explain_error and "explain_error" in cu.__all__

@@ -1,0 +1,365 @@
+"""Appendix 08 (field guide): every error the notebook raises or quotes is the one PyTorch gives, its fixes
+work, and its checks catch the realistic mistakes."""
+from __future__ import annotations
+
+import inspect
+import io
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+from torch.utils.data import DataLoader, TensorDataset
+
+import course_utils as cu
+from course_utils.mismatch import save_as_gpu_checkpoint
+from nbtools import NOTEBOOK_DIR, RAISE_WHEN, load, raises, source
+
+NOTEBOOK = NOTEBOOK_DIR / "08_field_guide.ipynb"
+
+
+def _markdown() -> str:
+    return "\n".join(source(c) for c in load(NOTEBOOK)["cells"] if c["cell_type"] == "markdown")
+
+
+def _error(fn, kind=Exception):
+    with pytest.raises(kind) as info:
+        fn()
+    return info.value
+
+
+# --- the cells that raise on purpose ---------------------------------------------------------------
+
+def test_every_cell_that_raises_on_purpose_declares_its_error():
+    """The notebook runs (tests/test_notebook_runs.py) then assert each declared error after its cell."""
+    cells = [c for c in load(NOTEBOOK)["cells"] if "raises-exception" in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) >= 7
+    for cell in cells:
+        declared = raises(cell)
+        assert declared and declared["error"] and declared["message"], source(cell)
+        assert declared.get("when", "always") in RAISE_WHEN
+        assert declared["message"] in _markdown() or declared["error"] == "AssertionError", (
+            f"the message {declared['message']!r} is raised but never quoted for the reader")
+
+
+def test_a_bad_label_on_the_cpu_names_the_label():
+    error = _error(lambda: nn.CrossEntropyLoss()(torch.randn(4, 5), torch.tensor([0, 3, 5, 1])), IndexError)
+    assert str(error) == "Target 5 is out of bounds."
+    assert str(_error(lambda: nn.CrossEntropyLoss()(torch.randn(4, 5), torch.tensor([-1, 0, 1, 2])),
+                      IndexError)) == "Target -1 is out of bounds."
+    assert str(_error(lambda: nn.Embedding(10, 3)(torch.tensor([3, 10])), IndexError)) == "index out of range in self"
+    assert nn.CrossEntropyLoss()(torch.randn(4, 6), torch.tensor([0, 3, 5, 1])).isfinite()   # the fix
+
+
+def test_a_dataparallel_checkpoint_does_not_load_into_a_plain_model():
+    model = nn.Linear(3, 2)
+    wrapped = nn.DataParallel(model)
+    if not torch.cuda.is_available():
+        assert wrapped.device_ids == [] and wrapped(torch.randn(1, 3)).shape == (1, 2)   # just calls model
+    checkpoint = wrapped.state_dict()
+    assert list(checkpoint) == ["module.weight", "module.bias"]
+    error = _error(lambda: nn.Linear(3, 2).load_state_dict(checkpoint), RuntimeError)
+    assert str(error) == ('Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: "weight", '
+                          '"bias". \n\tUnexpected key(s) in state_dict: "module.weight", "module.bias". ')
+    other = _error(lambda: nn.DataParallel(nn.Linear(3, 2)).load_state_dict(model.state_dict()), RuntimeError)
+    assert str(other).startswith('Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: '
+                                 '"module.weight", "module.bias". ')
+    for text in ('Missing key(s) in state_dict: "weight", "bias".',
+                 'Unexpected key(s) in state_dict: "module.weight", "module.bias".',
+                 'Error(s) in loading state_dict for DataParallel: Missing key(s) in state_dict: "module.weight"'):
+        assert text in _markdown()
+
+
+def test_the_prefix_fixes_work():
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    model = nn.Linear(3, 2)
+    wrapped = nn.DataParallel(model)
+    state = dict(wrapped.state_dict())
+    consume_prefix_in_state_dict_if_present(state, "module.")
+    fresh = nn.Linear(3, 2)
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.weight, model.weight)
+    assert list(wrapped.module.state_dict()) == ["weight", "bias"]
+    result = nn.Linear(3, 2).load_state_dict(wrapped.state_dict(), strict=False)   # loads nothing
+    assert result.missing_keys == ["weight", "bias"] and result.unexpected_keys == ["module.weight", "module.bias"]
+
+
+def test_asking_for_cuda_without_it():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is usable here")
+    if not torch.backends.cuda.is_built():
+        error = _error(lambda: torch.zeros(1, device="cuda"), AssertionError)
+        assert str(error) == "Torch not compiled with CUDA enabled" and torch.version.cuda is None
+    else:
+        error = _error(lambda: torch.zeros(1, device="cuda"), RuntimeError)
+        assert str(error).startswith("Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+                                     "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx")
+    assert torch.cuda.device_count() == 0 and torch.cuda.get_arch_list() == []
+    assert "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver " \
+           "from http://www.nvidia.com/Download/index.aspx" in _markdown()
+
+
+def test_loading_a_gpu_checkpoint_without_cuda_and_the_fix():
+    if torch.cuda.is_available():
+        pytest.skip("with CUDA the checkpoint loads")
+    buffer = io.BytesIO()
+    weights = nn.Linear(4, 2).state_dict()
+    save_as_gpu_checkpoint(weights, buffer)
+    data = buffer.getvalue()
+    error = _error(lambda: torch.load(io.BytesIO(data)), RuntimeError)
+    quoted = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
+              "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
+              "storages to the CPU.")
+    assert str(error) == quoted and quoted in " ".join(_markdown().split())
+    state = torch.load(io.BytesIO(data), map_location="cpu")
+    assert all(torch.equal(state[k], weights[k]) for k in weights)
+
+
+def test_pinning_a_tensor_that_is_not_on_the_cpu():
+    error = _error(lambda: torch.ones(4, device="meta").pin_memory(), RuntimeError)
+    assert str(error) == "cannot pin 'MetaFloatType' only dense CPU tensors can be pinned"
+    if not torch.accelerator.is_available():
+        error = _error(lambda: torch.ones(2).pin_memory(), RuntimeError)
+        expected = ("Cannot access accelerator device when none is available." if not torch.backends.cuda.is_built()
+                    else "Found no NVIDIA driver on your system.")
+        assert str(error).startswith(expected) and expected in _markdown()
+        with pytest.warns(UserWarning, match="'pin_memory' argument is set as true but no accelerator is found, "
+                                             "then device pinned memory won't be used."):
+            next(iter(DataLoader(TensorDataset(torch.ones(4, 2)), batch_size=2, pin_memory=True)))
+
+
+def test_lengths_for_packing_must_be_on_the_cpu():
+    padded = torch.randn(3, 5, 2, device="meta")
+    error = _error(lambda: pack_padded_sequence(padded, torch.tensor([5, 3, 2], device="meta"), batch_first=True),
+                   RuntimeError)
+    assert str(error) == "'lengths' argument should be a 1D CPU int64 tensor, but got 1D meta Long tensor"
+    packed = pack_padded_sequence(padded, torch.tensor([5, 3, 2]), batch_first=True)
+    assert packed.data.device.type == "meta" and packed.batch_sizes.device.type == "cpu"
+
+
+def test_a_default_device_breaks_a_shuffling_loader_and_restoring_it_fixes_it():
+    torch.set_default_device("meta")
+    try:
+        loader = DataLoader(TensorDataset(torch.arange(8.0, device="cpu")), batch_size=4, shuffle=True)
+        error = _error(lambda: next(iter(loader)), RuntimeError)
+    finally:
+        torch.set_default_device(None)
+    assert str(error) == "Tensor.item() cannot be called on meta tensors"
+    assert next(iter(DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, shuffle=True)))[0].shape == (4,)
+
+
+def test_out_of_memory_has_one_class_and_no_grad_keeps_no_graph():
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError and issubclass(torch.OutOfMemoryError, RuntimeError)
+    model = nn.Linear(3, 2)
+    with torch.no_grad():
+        out = model(torch.randn(2, 3))
+    assert out.grad_fn is None and model(torch.randn(2, 3)).grad_fn is not None
+
+
+def test_a_spawning_loader_can_be_made_and_cpu_batches_move_in_the_loop():
+    data = TensorDataset(torch.randn(8, 2))
+    assert DataLoader(data, num_workers=2, multiprocessing_context="spawn").multiprocessing_context \
+        .get_start_method() == "spawn"
+    assert next(iter(DataLoader(data, batch_size=4, num_workers=2)))[0].device.type == "cpu"
+
+
+# --- messages quoted from PyTorch's source (checked against the installed PyTorch) ----------------------
+
+def test_quoted_python_side_messages_match_the_installed_source():
+    md = " ".join(_markdown().split())
+    lazy_init = inspect.getsource(torch.cuda._lazy_init)
+    assert '"Cannot re-initialize CUDA in forked subprocess. To use CUDA with "' in lazy_init
+    assert '"multiprocessing, you must use the \'spawn\' start method"' in lazy_init
+    assert ("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the "
+            "'spawn' start method") in md
+    forward = inspect.getsource(nn.DataParallel.forward)
+    assert '"module must have its parameters and buffers "' in forward
+    assert 'f"on device {self.src_device_obj} (device_ids[0]) but found one of "' in forward
+    assert ("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on "
+            "device: cpu") in md
+    serialization = inspect.getsource(torch.serialization)
+    assert "but torch.{backend_name}.device_count() is {device_count}. " in serialization
+    assert ("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1. Please use "
+            "torch.load with map_location to map your storages to an existing device.") in md
+    cubins = inspect.getsource(torch.cuda._check_cubins)
+    assert "is not compatible with the current PyTorch installation." in cubins
+    assert "with CUDA capability sm_XY is not compatible with the current PyTorch installation." in md
+    assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate" in md
+    assert "Target 5 is out of bounds." in md and "index out of range in self" in md
+
+
+# --- on a real GPU ------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_cuda_dataparallel_wants_the_model_on_cuda0():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    dp = nn.DataParallel(nn.Linear(3, 2))
+    error = _error(lambda: dp(torch.randn(4, 3, device="cuda")), RuntimeError)
+    assert str(error) == ("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found "
+                          "one of them on device: cpu")
+    assert nn.DataParallel(nn.Linear(3, 2).to("cuda:0"))(torch.randn(4, 3, device="cuda")).device.type == "cuda"
+
+
+@pytest.mark.gpu
+def test_cuda_del_keeps_memory_reserved_until_empty_cache():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    torch.cuda.empty_cache()
+    big = torch.empty(2**28, device="cuda")
+    allocated = torch.cuda.memory_allocated()
+    del big
+    assert torch.cuda.memory_allocated() <= allocated - 2**30 and torch.cuda.memory_reserved() >= 2**30
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_reserved() < 2**30
+
+
+@pytest.mark.gpu
+def test_cuda_arch_list_names_this_gpus_generation():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    major, _ = torch.cuda.get_device_capability()
+    assert any(arch.startswith(f"sm_{major}") for arch in torch.cuda.get_arch_list())
+
+
+# --- 08.strip_prefix -------------------------------------------------------------------------------
+
+def strips_everywhere(state_dict, prefix="module."):
+    return {k.replace(prefix, ""): v for k, v in state_dict.items()}
+
+
+def strips_in_place(state_dict, prefix="module."):
+    for key in list(state_dict):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    return state_dict
+
+
+def strips_fixed_length(state_dict, prefix="module."):
+    return {k[7:] if k.startswith(prefix) else k: v for k, v in state_dict.items()}
+
+
+def copies_values(state_dict, prefix="module."):
+    return {(k[len(prefix):] if k.startswith(prefix) else k): (v.clone() if torch.is_tensor(v) else v)
+            for k, v in state_dict.items()}
+
+
+def strips_all_repeats(state_dict, prefix="module."):
+    out = {}
+    for k, v in state_dict.items():
+        while k.startswith(prefix):
+            k = k[len(prefix):]
+        out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("answer, says", [
+    (strips_everywhere, "only where a key starts with it"),
+    (strips_in_place, "changed the dict it was given"),
+    (strips_fixed_length, "_orig_mod."),
+    (copies_values, "Keep every value as it is"),
+    (strips_all_repeats, "only once"),
+])
+def test_strip_prefix_mistakes(answer, says):
+    result = cu.check("08.strip_prefix", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+def test_strip_prefix_reference_and_alternatives_pass():
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+    def with_torch(state_dict, prefix="module."):
+        state = dict(state_dict)
+        consume_prefix_in_state_dict_if_present(state, prefix)
+        return dict(state)
+
+    def with_removeprefix(state_dict, prefix="module."):
+        return {k.removeprefix(prefix): v for k, v in state_dict.items()}
+
+    for answer in (cu.exercises.get_exercise("08.strip_prefix").reference, with_removeprefix, with_torch):
+        result = cu.check("08.strip_prefix", answer)   # PyTorch's own function reorders keys: order is free
+        assert result.passed, result.feedback
+
+
+# --- 08.bad_labels ---------------------------------------------------------------------------------
+
+def only_too_large(labels, num_classes):
+    return (labels >= num_classes).nonzero().flatten().tolist()
+
+
+def off_by_one(labels, num_classes):
+    return ((labels < 0) | (labels > num_classes)).nonzero().flatten().tolist()
+
+
+def returns_tensor(labels, num_classes):
+    return ((labels < 0) | (labels >= num_classes)).nonzero().flatten()
+
+
+def returns_values(labels, num_classes):
+    return labels[(labels < 0) | (labels >= num_classes)].tolist()
+
+
+def clamps_in_place(labels, num_classes):
+    bad = ((labels < 0) | (labels >= num_classes)).nonzero().flatten().tolist()
+    labels.clamp_(0, num_classes - 1)
+    return bad
+
+
+@pytest.mark.parametrize("answer, says", [
+    (only_too_large, "negative labels"),
+    (off_by_one, "equal to num_classes"),
+    (returns_tensor, "plain list of Python ints"),
+    (returns_values, "the bad positions are"),
+    (clamps_in_place, "changed the labels"),
+])
+def test_bad_labels_mistakes(answer, says):
+    result = cu.check("08.bad_labels", answer)
+    assert not result.passed and says in result.feedback, result.feedback
+
+
+def test_bad_labels_reference_and_alternatives_pass():
+    def loop(labels, num_classes):
+        return [i for i, v in enumerate(labels.tolist()) if not 0 <= v < num_classes]
+
+    for answer in (cu.exercises.get_exercise("08.bad_labels").reference, loop):
+        result = cu.check("08.bad_labels", answer)
+        assert result.passed, result.feedback
+
+
+# --- CUDA messages quoted from a CUDA build's libraries (where this PyTorch is one) ---------------------
+
+def _cuda_library(*parts):
+    from pathlib import Path
+    for root in (Path(torch.__file__).parent / "lib", Path(torch.__file__).parent.parent / "nvidia"):
+        for found in sorted(root.glob("/".join(parts))):
+            return found.read_bytes()
+    pytest.skip(f"{'/'.join(parts)} is not in this PyTorch (a CPU build)")
+
+
+def test_cuda_check_messages_quoted_are_in_the_cuda_libraries():
+    md = _markdown()
+    c10_cuda = _cuda_library("libc10_cuda.so")
+    for text in ("CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+                 "below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+                 "CUDA out of memory. Tried to allocate ", " is reserved by PyTorch but unallocated.",
+                 " If reserved but unallocated memory is large try setting",
+                 " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                 "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+                 "Including non-PyTorch memory, this process", "The NVIDIA driver on your system is too old (found version ",
+                 "). Please update your GPU driver by downloading and installing a new version from the URL: "
+                 "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a "
+                 "PyTorch version that has been compiled with your version of the CUDA driver."):
+        assert text.encode() in c10_cuda, text
+        assert text.strip() in md, text
+    assert b"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertio" in c10_cuda
+    cudart = _cuda_library("cuda_runtime/lib/libcudart.so.*")
+    for text in ("device-side assert triggered", "no kernel image is available for execution on the device",
+                 "invalid device ordinal", "cudaErrorAssert", "cudaErrorNoKernelImageForDevice"):
+        assert text.encode() in cudart and text in md, text
+
+
+def test_newer_pytorch_raises_cuda_errors_as_accelerator_errors():
+    if not hasattr(torch, "AcceleratorError"):
+        pytest.skip(f"torch {torch.__version__} raises CUDA errors as plain RuntimeError")
+    assert issubclass(torch.AcceleratorError, RuntimeError) and torch.AcceleratorError.__module__ == "torch"
+    assert "torch.AcceleratorError" in _markdown()
