@@ -266,9 +266,12 @@ FAMILIES: tuple[Family, ...] = (
         "`torch.arange(n, device=x.device)`."),
     Family(
         "mps-float64", "float64 on MPS",
-        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64"),
+        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64",
+         r"Trying to convert (?:Double|ComplexDouble) to the MPS backend"),
         (("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please use "
-          "float32 instead.", "MPS backend (a TypeError); not in a Linux build, as many learner reports quote it"),),
+          "float32 instead.", "MPS backend (a TypeError); not in a Linux build, as many learner reports quote it"),
+         ("Trying to convert Double to the MPS backend but it does not have support for that dtype.",
+          "getMPSDataType, aten/src/ATen/native/mps/OperationUtils.mm (a TypeError: a float64 tensor made on MPS)")),
         "Apple's GPU has no float64. NumPy arrays are float64 by default, so `torch.from_numpy(a).to(\"mps\")` "
         "is the usual way in.",
         "Convert and move in one call: `t.to(device, torch.float32)`, or make the array float32 first "

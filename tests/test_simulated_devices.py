@@ -8,6 +8,7 @@ helpers are tested on the third. The last section proves the simulations themsel
 """
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
@@ -70,6 +71,14 @@ class DiagonalScaler(nn.Module):
 
     def forward(self, x):
         return x @ torch.diag(self.scale).to(x.dtype)
+
+
+def consume_prefix_copy(state, prefix="module."):
+    """08.strip_prefix with PyTorch's own helper, on a copy (it edits the dict it is given)."""
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    copy = collections.OrderedDict(state)
+    consume_prefix_in_state_dict_if_present(copy, prefix)
+    return dict(copy)
 
 
 ALTERNATIVES = {
@@ -151,6 +160,14 @@ ALTERNATIVES = {
             torch.add, torch.stack(batches).to(device).unbind(0)).clone(),
         "non_blocking": lambda batches, device: torch.stack(batches).to(device, non_blocking=True).sum(
             0, dtype=batches[0].dtype),
+    },
+    "08.strip_prefix": {
+        "removeprefix": lambda state, prefix="module.": {k.removeprefix(prefix): v for k, v in state.items()},
+        "consume_prefix_in_state_dict_if_present": consume_prefix_copy,
+    },
+    "08.bad_labels": {
+        "loop": lambda labels, n: [i for i, v in enumerate(labels.tolist()) if not 0 <= v < n],
+        "torch.where": lambda labels, n: torch.where((labels < 0) | (labels >= n))[0].tolist(),
     },
 }
 
