@@ -10,10 +10,12 @@ Plain Python first, widgets on top::
     cu.progress()                       # your progress across the lessons
     cu.explain_devices(model, {"x": x}) # which parameter, buffer and input lives where, and the fix
     cu.explain_error(error)             # an error (or its pasted text): cause, fix, lesson
+    cu.show_devices(model, x)           # a map: which memory holds each tensor, and how big it is
 
 In any notebook, ``%load_ext course_utils`` explains device errors under their tracebacks.
 """
 from .device import accelerator, best_device
+from .devicemap import show_devices
 from .errors import explain_error
 from .exercises import check, exercise_ids
 from .mismatch import explain_devices
@@ -25,7 +27,7 @@ from .widgets import answer, exercise, hint, quiz, solution
 
 __all__ = ["setup", "best_device", "accelerator", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
-           "explain_error"]
+           "explain_error", "show_devices"]
 __version__ = "0.1.0"
 
 

@@ -25,9 +25,10 @@ _MAX_NAMES = 12   # variables listed per device
 class ErrorHelp:
     """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names."""
 
-    def __init__(self, explanation: Explanation, where: dict[str, list[str]]):
+    def __init__(self, explanation: Explanation, where: dict[str, list[str]], device_map: Any = None):
         self.explanation = explanation
         self.where = where
+        self.device_map = device_map   # those variables on a device map (HTML only)
 
     def text(self) -> str:
         lines = [self.explanation.text()]
@@ -45,6 +46,8 @@ class ErrorHelp:
                             + (", ".join(f"<code>{html.escape(n)}</code>" for n in names) or "(none)") + "</li>"
                             for d, names in self.where.items())
             listing = f"<div>Your variables on these devices:<ul style='margin:2px 0'>{items}</ul></div>"
+            if self.device_map is not None:
+                listing += self.device_map._repr_html_()
             page = page[: -len("</div>")] + listing + "</div>"
         return page
 
@@ -103,8 +106,10 @@ def _after_cell(result: Any) -> None:
         from IPython import get_ipython
         from IPython.display import display
         shell = get_ipython()
-        where = variables_on(getattr(shell, "user_ns", {}) or {}, explanation.devices)
-        display(ErrorHelp(explanation, where if any(where.values()) else {}))
+        namespace = getattr(shell, "user_ns", {}) or {}
+        where = variables_on(namespace, explanation.devices)
+        names = list(dict.fromkeys(n for found in where.values() for n in found))
+        display(ErrorHelp(explanation, where if names else {}, _device_map(namespace, names)))
     except Exception:  # help must never add an error of its own
         pass
 
@@ -133,3 +138,14 @@ def enable() -> bool:
         return True
     except Exception:
         return False
+
+
+def _device_map(namespace: dict, names: list[str]) -> Any:
+    """The named variables on a device map, or ``None``."""
+    if not names:
+        return None
+    try:
+        from .devicemap.model import collect
+        return collect([(n, namespace[n]) for n in names if n in namespace])
+    except Exception:
+        return None

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .devicemap.model import ODD, DeviceMap, collect
 from .grading import safe_repr
 
 __all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
@@ -79,6 +80,8 @@ class DeviceReport:
     entries: list[Entry] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: the same objects on a device map, the odd ones out marked (shown under the report in a notebook)
+    device_map: Optional[DeviceMap] = None
 
     @property
     def mismatches(self) -> list[str]:
@@ -179,6 +182,8 @@ class DeviceReport:
         if self.suggestions:
             items = "".join(f"<li>{_code_html(s)}</li>" for s in self.suggestions)
             parts.append(f"<div>How to fix:<ul style='margin:2px 0'>{items}</ul></div>")
+        if self.device_map is not None and self.device_map.lanes:
+            parts.append(self.device_map._repr_html_())
         parts.append("</div>")
         return "".join(parts)
 
@@ -225,7 +230,27 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
         _explain(report, model, inputs, device, optimizer, loss)
     except Exception as e:  # the explainer must never be the thing that crashes
         report.problems.append(f"the inspection stopped early with {type(e).__name__}: {safe_repr(str(e), 160)}")
+    report.device_map = _map_of(report, model, inputs, optimizer, loss)
     return report
+
+
+def _map_of(report: DeviceReport, model: Any, inputs: Any, optimizer: Any, loss: Any) -> Optional[DeviceMap]:
+    """The report's objects on a device map, named as the report names them, the odd ones out marked."""
+    try:
+        pairs = [("", model)] if isinstance(model, nn.Module) else []
+        pairs += list(_flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0))
+        pairs += [(name, value) for name, value in (loss.items() if isinstance(loss, dict) else [("loss", loss)])
+                  if isinstance(value, nn.Module)]
+        if optimizer is not None:
+            pairs.append(("optimizer", optimizer))
+        device_map = collect(pairs)
+        odd = set(report.mismatches)
+        for block in device_map.blocks():
+            if odd.intersection(block.names):
+                block.status, block.note = ODD, f"not on {report.target}"
+        return device_map
+    except Exception:   # the picture is a bonus: the report stands without it
+        return None
 
 
 # --- the inspection ------------------------------------------------------------------------------

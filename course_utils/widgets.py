@@ -95,9 +95,14 @@ def quiz(quiz_id: str) -> _Display:
     if w is None:
         return _Display(None, text, fallback)
     letters = string.ascii_lowercase
-    question = w.HTML(value=f"<b>🤔 Predict:</b> {code_html(q.question)}")
-    choices = w.RadioButtons(options=[f"{letters[i]}) {o}" for i, o in enumerate(q.options)],
-                             value=None, layout=w.Layout(width="auto"))
+    # Options are written out in HTML (inline code shown as code); the radio buttons, which can only
+    # show plain text, carry their letters.
+    listed = "".join(f"<div style='margin: 2px 0 2px 1em'><b>{letters[i]})</b> {code_html(o)}</div>"
+                     for i, o in enumerate(q.options))
+    question = w.HTML(value=f"<b>🤔 Predict:</b> {code_html(q.question)}{listed}")
+    choices = w.RadioButtons(options=[f"{letters[i]})" for i in range(len(q.options))], value=None,
+                             description="Your answer:", style={"description_width": "initial"},
+                             layout=w.Layout(width="auto"))
     commit = w.Button(description="Commit my prediction", button_style="primary",
                       layout=w.Layout(width="auto"))
     feedback = w.HTML(value="")

@@ -63,6 +63,7 @@ def test_the_explanation_follows_the_unchanged_traceback(cells):
     assert "Tensors on different devices" in text and "`x = x.to(device)`" in text
     assert "06_mismatch_errors" in html
     assert "meta: model\n" in text and "cpu: x, w" in text   # the variables on each device the message names
+    assert "course-device-map" in html and 'data-name="x"' in html and 'data-name="model.weight"' in html
 
 
 def test_other_errors_are_left_alone(cells):

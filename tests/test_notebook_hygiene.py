@@ -113,3 +113,13 @@ def test_every_cell_that_raises_on_purpose_declares_its_error(path):
         where = f"{path.name}, cell {cell.get('id')}"
         assert declared and declared.get("error") and "message" in declared, f"{where}: no course.raises"
         assert declared.get("when", "always") in RAISE_WHEN, f"{where}: unknown 'when'"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_plots_have_an_opaque_white_background(path):
+    """Matplotlib's inline figures are transparent by default: black text on JupyterLab's dark theme.
+    Every figure a lesson draws sets a white face colour."""
+    for cell in load(path)["cells"]:
+        text = source(cell)
+        if cell["cell_type"] == "code" and "plt.subplots(" in text:
+            assert 'facecolor="white"' in text or 'set_facecolor("white")' in text, text[:200]

@@ -1,6 +1,8 @@
 """Quiz and exercise widgets: buttons work, fallbacks read well, progress is recorded."""
 from __future__ import annotations
 
+import html
+
 import ipywidgets
 import pytest
 import torch
@@ -121,3 +123,17 @@ def test_exercise_in_plain_python_finds_the_callers_function(monkeypatch, progre
         assert "passed" in repr(widgets.exercise("01.nbytes"))
     finally:
         del globals()["nbytes"]
+
+
+def test_quiz_options_show_inline_code_as_code(with_widgets):
+    """An option written with backticks is shown with <code>, and no widget shows a raw backtick."""
+    from course_utils.quizzes import get_quiz, quiz_ids
+    quiz_id = next(q for q in quiz_ids() if any("`" in o for o in get_quiz(q).options))
+    box = widgets.quiz(quiz_id).widget
+    question = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][0]
+    radio = find(box, ipywidgets.RadioButtons)
+    option = next(o for o in get_quiz(quiz_id).options if "`" in o)
+    code = option.split("`")[1]
+    assert f"<code>{html.escape(code)}</code>" in question.value
+    assert not any("`" in label for label in radio.options) and "`" not in question.value
+    assert len(radio.options) == len(get_quiz(quiz_id).options)

@@ -1,0 +1,60 @@
+"""The device map: ``cu.show_devices(...)`` draws where every tensor lives.
+
+::
+
+    cu.show_devices(model, batch)              # named by your variables
+    cu.show_devices(model=model, opt=opt)      # or name them yourself
+    cu.show_devices()                          # in a notebook: all your variables
+    before = cu.show_devices(model, x)
+    model.to(device)
+    cu.show_devices(model, x, compare=before)  # what moved, was copied, or stayed behind
+
+One lane per memory (host memory, each accelerator, ``meta``), one block per storage: a tensor, a
+parameter, a buffer, a gradient or an optimizer state; views of one storage are one block. The model
+(:mod:`.model`) is kept apart from the drawing (:mod:`.render`): text in a terminal, HTML with inline
+SVG in a notebook.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+from .model import Block, DeviceMap, Lane, collect, compare, learner_namespace, named_from_caller
+
+__all__ = ["show_devices", "DeviceMap", "Lane", "Block"]
+
+
+def show_devices(*objects: Any, compare: Optional[DeviceMap] = None, **named: Any) -> DeviceMap:
+    """Map where tensors, modules (by submodule), optimizers, and dicts/lists/tuples of them live.
+
+    Args:
+        objects: things to map, named after the variables you passed (``show_devices(model, x)``).
+        compare: a map made earlier: blocks are marked moved, copied, stayed behind or new.
+        named: things to map under the names given (``show_devices(batch=b)``).
+
+    With no objects at all, it maps your notebook's variables (in IPython), or the caller's.
+
+    Returns:
+        A :class:`DeviceMap`: it shows itself in a notebook (HTML) and prints as text. It never raises
+        for what it is given: objects without tensors are listed as such.
+    """
+    frame = sys._getframe(1)
+    pairs = named_from_caller(objects, frame) + list(named.items())
+    if not pairs:
+        pairs = learner_namespace(_notebook_namespace() or {**frame.f_globals, **frame.f_locals})
+    device_map = collect(pairs)
+    if isinstance(compare, DeviceMap):
+        _compare(compare, device_map)
+    return device_map
+
+
+_compare = compare
+
+
+def _notebook_namespace() -> Optional[dict]:
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        return getattr(shell, "user_ns", None) if shell is not None else None
+    except Exception:
+        return None

@@ -1,0 +1,150 @@
+"""Drawing a :class:`~course_utils.devicemap.model.DeviceMap`: plain text for a terminal, and HTML with
+inline SVG for a notebook (no widget, no script: it stays in a saved notebook, on GitHub, nbviewer,
+VS Code and Colab). Colours come from JupyterLab's theme variables, with fallbacks, and every block
+also says in words what it is."""
+from __future__ import annotations
+
+import html as _html
+import math
+
+from .model import COPIED, MOVED, NEW, ODD, STAYED, Block, DeviceMap, Lane, human_bytes
+
+#: Layout, in pixels. A block is a card: a label area of fixed width, then a bar whose length grows
+#: with the bytes on a log scale (4 B and 4 GiB both readable), so a bigger storage is a wider card.
+LANE_WIDTH = 760
+LABEL_WIDTH = 190
+BAR_MIN, BAR_MAX = 6, 250
+BLOCK_HEIGHT = 58
+GAP = 8
+_LOG_MAX = math.log2(1 + 2**40)     # 1 TiB: the widest bar
+_NAME_CHARS, _CHARS = 26, 32         # characters that fit in LABEL_WIDTH: the bold name, the other lines
+
+_KIND_COLOUR = {"parameter": "#4c78a8", "buffer": "#72b7b2", "gradient": "#f58518",
+                "optimizer state": "#b279a2", "tensor": "#54a24b"}
+_STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new", ODD: "✘ odd one out"}
+_STATUS_COLOUR = {MOVED: "#2a7a2a", COPIED: "#8a6d00", STAYED: "#c0392b", NEW: "#2a6aa8", ODD: "#c0392b"}
+
+
+def bar_width(nbytes: int) -> float:
+    """The bar's length for a storage of ``nbytes``: strictly increasing, from BAR_MIN to BAR_MAX."""
+    share = min(math.log2(1 + max(nbytes, 0)) / _LOG_MAX, 1.0)
+    return BAR_MIN + (BAR_MAX - BAR_MIN) * share
+
+
+def block_width(block: Block) -> float:
+    """A block's width: the label area and the bar."""
+    return LABEL_WIDTH + bar_width(block.nbytes)
+
+
+def label_lines(block: Block) -> list[str]:
+    """The lines written in a block: its name(s); shape and dtype; size and kind; its status, if any."""
+    name = block.name + (f" (+{len(block.names) - 1} view{'s' * (len(block.names) > 2)})" if len(block.names) > 1 else "")
+    shape = "×".join(str(s) for s in block.shape) or "scalar"
+    size = f"{human_bytes(block.nbytes)} · {block.kind}" + (" · pinned" if block.pinned else "")
+    status = f"{_STATUS_MARK[block.status]}: {block.note}" if block.status else ""
+    return [_fit(name, _NAME_CHARS), _fit(f"{shape} · {block.dtype}"), _fit(size), _fit(status)]
+
+
+def _fit(text: str, limit: int = _CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def layout(lane: Lane) -> list[tuple[Block, float, float]]:
+    """(block, x, y) for each block of a lane, in rows that wrap at :data:`LANE_WIDTH`."""
+    placed, x, y = [], 0.0, 0.0
+    for block in lane.blocks:
+        w = block_width(block)
+        if x > 0 and x + w > LANE_WIDTH:
+            x, y = 0.0, y + BLOCK_HEIGHT + GAP
+        placed.append((block, x, y))
+        x += w + GAP
+    return placed
+
+
+# --- text --------------------------------------------------------------------------------------------
+
+def text(device_map: DeviceMap) -> str:
+    """The map as text: a section per lane, a line per block."""
+    if not device_map.lanes:
+        return "Device map: no tensors found" + _skipped_text(device_map)
+    lines = [f"Device map: {len(device_map.lanes)} memor{'y' if len(device_map.lanes) == 1 else 'ies'}"]
+    for lane in device_map.lanes:
+        lines.append(f"{lane.title}: {len(lane.blocks)} block(s), {human_bytes(lane.used)}{_memory_text(lane)}")
+        for b in lane.blocks:
+            status = f"   [{_STATUS_MARK[b.status]}: {b.note}]" if b.status else ""
+            names = ", ".join(b.names)
+            shape = "×".join(str(s) for s in b.shape) or "scalar"
+            lines.append(f"  {b.kind:16} {names:28} {shape:>12} {b.dtype:9} {human_bytes(b.nbytes):>10}"
+                         f"{' pinned' if b.pinned else ''}{status}")
+    return "\n".join(lines) + _skipped_text(device_map)
+
+
+def _memory_text(lane: Lane) -> str:
+    if lane.total:
+        return f" (device: {human_bytes(lane.free or 0)} free of {human_bytes(lane.total)})"
+    return ""
+
+
+def _skipped_text(device_map: DeviceMap) -> str:
+    if not device_map.skipped:
+        return ""
+    return "\nNo tensors in: " + ", ".join(device_map.skipped[:12]) + (" …" if len(device_map.skipped) > 12 else "")
+
+
+# --- HTML + SVG ----------------------------------------------------------------------------------------
+
+_FG = "var(--jp-ui-font-color1, #1f1f1f)"
+_FG2 = "var(--jp-ui-font-color2, #555)"
+_BG = "var(--jp-layout-color1, #ffffff)"
+_BG2 = "var(--jp-layout-color2, #f3f3f3)"
+_LINE = "var(--jp-border-color1, #9e9e9e)"
+
+
+def html(device_map: DeviceMap) -> str:
+    """The map as HTML with one inline SVG per lane."""
+    esc = _html.escape
+    parts = [f'<div class="course-device-map" style="font-family: var(--jp-ui-font-family, sans-serif); '
+             f'color: {_FG}; max-width: {LANE_WIDTH + 20}px">']
+    parts.append(f'<div style="font-weight: bold; margin: 2px 0 6px">{esc(text(device_map).splitlines()[0])}</div>')
+    for lane in device_map.lanes:
+        placed = layout(lane)
+        height = (max(y for _, _, y in placed) + BLOCK_HEIGHT) if placed else BLOCK_HEIGHT
+        parts.append(f'<div class="course-lane" data-device="{esc(lane.device)}" style="border: 1px solid {_LINE}; '
+                     f'border-radius: 6px; padding: 6px 8px; margin: 0 0 8px; background: {_BG2}">')
+        parts.append(f'<div style="margin-bottom: 4px"><b>{esc(lane.title)}</b> · {len(lane.blocks)} block(s), '
+                     f'{esc(human_bytes(lane.used))}{esc(_memory_text(lane))}</div>')
+        parts.append(f'<svg role="img" aria-label="{esc(lane.title)}" width="{LANE_WIDTH}" height="{height:.0f}" '
+                     f'viewBox="0 0 {LANE_WIDTH} {height:.0f}" xmlns="http://www.w3.org/2000/svg" '
+                     f'style="max-width: 100%; height: auto; display: block">')
+        for block, x, y in placed:
+            parts.append(_svg_block(block, x, y))
+        parts.append("</svg></div>")
+    skipped = _skipped_text(device_map).strip()
+    if skipped:
+        parts.append(f'<div style="color: {_FG2}; font-size: 90%">{esc(skipped)}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _svg_block(block: Block, x: float, y: float) -> str:
+    esc = _html.escape
+    w, bar = block_width(block), bar_width(block.nbytes)
+    colour = _KIND_COLOUR.get(block.kind, "#888888")
+    edge = _STATUS_COLOUR.get(block.status, colour)
+    dash = ' stroke-dasharray="5 3"' if block.status in (STAYED, ODD) else ""
+    first, second, third, fourth = label_lines(block)
+    title = f"{', '.join(block.names)}: {block.kind}, shape {tuple(block.shape)}, {block.dtype}, " \
+            f"{human_bytes(block.nbytes)} on {block.device}" + (f"; {block.status}: {block.note}" if block.status else "")
+    status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {edge}">' \
+             f'{esc(fourth)}</text>' if fourth else ""
+    return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
+            f'data-status="{esc(block.status)}"><title>{esc(title)}</title>'
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{BLOCK_HEIGHT}" rx="4" '
+            f'style="fill: {_BG}; stroke: {edge}; stroke-width: {2.5 if block.status else 1.2}"{dash}/>'
+            f'<rect x="{x + LABEL_WIDTH:.1f}" y="{y + 4:.1f}" width="{bar - 4:.1f}" height="{BLOCK_HEIGHT - 8}" rx="2" '
+            f'style="fill: {colour}; fill-opacity: 0.85"/>'
+            f'<text x="{x + 6:.1f}" y="{y + 15:.1f}" font-size="11" font-weight="bold" '
+            f'style="fill: {_FG}">{esc(first)}</text>'
+            f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" font-size="9.5" style="fill: {_FG2}">{esc(second)}</text>'
+            f'<text x="{x + 6:.1f}" y="{y + 39.5:.1f}" font-size="9.5" style="fill: {_FG2}">{esc(third)}</text>'
+            f'{status}</g>')
