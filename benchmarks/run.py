@@ -11,6 +11,9 @@ Sections:
   copy       lesson 07's host copy bandwidth against NumPy's large-array copy
   import     cost of `import course_utils` on top of `import torch`
   errors     cu.explain_error on 100 kB and 1 MB pasted tracebacks (budget: 50 ms for 100 kB)
+  memory     peak resident memory of a kernel running each notebook (for sizing JupyterHub users)
+  grading    a class graded with `python -m course_utils grade`: STUDENTS x every lesson, solved,
+             --jobs 1 and 2 (set COURSE_BENCH_STUDENTS; default 100)
 """
 from __future__ import annotations
 
@@ -145,7 +148,72 @@ def errors(repeats: int = 21) -> list[str]:
     return rows
 
 
-SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors}
+def memory() -> list[str]:
+    """Peak resident memory (VmHWM) of the kernel after running each notebook, solved, top to bottom."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from course_utils.notebook import with_solutions
+
+    rows = ["| notebook | kernel peak memory (MiB) |", "|---|---:|"]
+    os.environ["COURSE_PROGRESS_FILE"] = str(ROOT / "benchmarks" / ".progress.json")
+    peaks = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.from_dict(with_solutions(nbformat.read(path, as_version=4)))
+        client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}})
+        with client.setup_kernel():
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+            pid = client.km.provisioner.process.pid
+            status = Path(f"/proc/{pid}/status").read_text()
+        peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) / 1024
+        peaks.append(peak)
+        rows.append(f"| {path.name} | {peak:.0f} |")
+    (ROOT / "benchmarks" / ".progress.json").unlink(missing_ok=True)
+    rows += ["", f"The largest: {max(peaks):.0f} MiB. A kernel that has run one lesson and moves on to the next "
+                 "keeps what it allocated; restart the kernel between lessons to start from the smaller figure."]
+    return rows
+
+
+def grading() -> list[str]:
+    """A class of honest (solved) submissions, every lesson, graded with --jobs 1 and --jobs 2."""
+    import json
+    import resource
+    import tempfile
+
+    from course_utils.notebook import with_solutions
+
+    students = int(os.environ.get("COURSE_BENCH_STUDENTS", "100"))
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    rows = ["| students × lessons | submissions | --jobs | wall time (s) | submissions/s | full marks |",
+            "|---|---:|---:|---:|---:|---:|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in paths:
+            text = json.dumps(with_solutions(json.loads(path.read_text(encoding="utf-8"))))
+            for s in range(students):
+                folder = Path(tmp, "class", f"student{s:03d}")
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / path.name).write_text(text, encoding="utf-8")
+        total = students * len(paths)
+        for jobs in (1, 2):
+            out = Path(tmp, f"grades{jobs}.csv")
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "course_utils", "grade", str(Path(tmp, "class")), "--out", str(out),
+                            "--jobs", str(jobs), "--no-progress"], check=True, capture_output=True, cwd=tmp)
+            elapsed = time.perf_counter() - start
+            lines = [line.split(",") for line in out.read_text().splitlines()[1:] if ",TOTAL," in line]
+            full = sum(1 for f in lines if f[2] == f[3])
+            rows.append(f"| {students} × {len(paths)} | {total} | {jobs} | {elapsed:.0f} | {total / elapsed:.1f} | "
+                        f"{full}/{total} |")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    rows += ["", f"Largest single process the runs started (the grader, its fork server or a worker): "
+                 f"{peak:.0f} MiB resident."]
+    return rows
+
+
+SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors,
+            "memory": memory, "grading": grading}
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 """Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
 | ``list`` | ``explain "MESSAGE"`` (or the message on standard input)
-| ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`).
+| ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`)
+| ``autograder --lesson NN`` (a Gradescope bundle) | ``links --hub URL`` (nbgitpuller links, one per lesson).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import runpy
 import sys
 
 from . import classroom
+from .classroom import autograder, links
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
                              description="Grade each notebook's answer cells in a fresh, time- and "
                                          "memory-limited process with the course's own checks.")
     classroom.add_arguments(p_grade)
+    p_bundle = sub.add_parser("autograder", help="write a Gradescope autograder zip for a lesson")
+    autograder.add_arguments(p_bundle)
+    p_links = sub.add_parser("links", help="print nbgitpuller links that put each lesson in a JupyterHub home")
+    links.add_arguments(p_links)
     args = parser.parse_args(argv)
 
     from . import store, widgets
@@ -57,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             print(widgets.solution(args.exercise_id))
         elif args.command == "grade":
             return classroom.run(args)
+        elif args.command == "links":
+            return links.run(args)
+        elif args.command == "autograder":
+            return autograder.run(args)
         elif args.command == "check":
             ex = get_exercise(args.exercise_id)
             try:

@@ -16,20 +16,16 @@ import json
 import sys
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from course_utils.classroom.links import course_address  # noqa: E402  (the one reader of the address)
 BADGE_MARK = "colab-badge.svg"
 COLAB_ROLE = "colab-setup"
 
 
 def settings() -> tuple[str, str]:
     """(repository URL, branch) from pyproject.toml's [tool.course] table."""
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["course"]
-    return conf["repository"].rstrip("/"), conf["branch"]
+    return course_address(ROOT / "pyproject.toml")
 
 
 def badge_line(name: str, repo: str, branch: str) -> str:

@@ -80,17 +80,21 @@ class CsvFile:
         self.f.flush()
 
 
-def gradescope_results(grade: SubmissionGrade) -> dict:
-    """A submission's grade in Gradescope's ``results.json`` format (with the submission's path in
-    ``extra_data``)."""
+def gradescope_results(grade: SubmissionGrade, execution_time: float | None = None) -> dict:
+    """A submission's grade in Gradescope's ``results.json`` format: ``score``, ``output``, one ``tests``
+    entry per exercise (``name``, ``number``, ``score``, ``max_score``, ``status``, ``output``,
+    ``visibility``), ``execution_time`` in seconds when given, and the submission's path in ``extra_data``."""
     tests = []
     for row in grade.rows:
         ex = get_exercise(row.exercise)
         tests.append({"name": f"{row.exercise}: {ex.title}", "number": row.exercise, "score": row.points,
                       "max_score": row.max_points, "status": "passed" if row.passed else "failed",
-                      "output": row.feedback})
-    return {"score": grade.points, "output": grade.total().feedback, "tests": tests,
-            "extra_data": {"submission": grade.submission}}
+                      "output": row.feedback, "visibility": "visible"})
+    results = {"score": grade.points, "output": grade.total().feedback, "tests": tests,
+               "extra_data": {"submission": grade.submission}}
+    if execution_time is not None:
+        results["execution_time"] = max(int(round(execution_time)), 0)
+    return results
 
 
 _FOLDER_UNSAFE = frozenset('%/\\<>:"|?*~')

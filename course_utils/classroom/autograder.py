@@ -1,0 +1,167 @@
+"""A Gradescope autograder for a lesson: ``python -m course_utils autograder --lesson 03 --out autograder_03.zip``.
+
+The zip has Gradescope's layout: ``setup.sh`` (run once when Gradescope builds the image: it installs
+the CPU build of PyTorch, the version this bundle was made with), ``run_autograder`` (run for each
+submission), and ``course_utils/``, this very copy of the package, which ``run_autograder`` puts first on
+``PYTHONPATH``: the checks are exactly this version's. ``run_autograder`` grades the one notebook in
+``submission/`` with the engine of ``grade`` (:func:`~course_utils.classroom.grader.grade_notebook`) and
+writes ``results/results.json`` in Gradescope's format. The root is ``$AUTOGRADER_ROOT``, by default
+``/autograder`` (``source/``, ``submission/``, ``results/``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Optional, TextIO
+
+from ..exercises import exercise_ids, get_exercise
+from .grader import SubmissionGrade, grade_notebook
+from .reports import gradescope_results
+from .runs import Limits
+from .submissions import answer_cells, lesson_exercises, lesson_of, read_notebook
+
+PACKAGE = Path(__file__).resolve().parents[1]
+ALL = "all"
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image.
+set -euo pipefail
+python3 -m pip install --upgrade pip
+# The CPU build of PyTorch, the version this bundle was made with ({torch}).
+python3 -m pip install --index-url https://download.pytorch.org/whl/cpu "torch=={torch}"
+python3 -m pip install numpy ipython   # ipython: answer cells are read as Jupyter reads them
+# The checks come from the bundle's own copy of course_utils: check that it imports.
+PYTHONPATH=/autograder/source python3 -c "import course_utils; print('course_utils', course_utils.__version__)"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for each submission. AUTOGRADER_ROOT (default /autograder) holds source/,
+# submission/ and results/.
+set -uo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+export PYTHONPATH="$ROOT/source${{PYTHONPATH:+:$PYTHONPATH}}"
+exec "${{COURSE_PYTHON:-python3}}" -m course_utils.classroom.autograder --root "$ROOT" --lesson {lesson}
+"""
+
+
+def build(lesson: str, out: Path) -> Path:
+    """Write the autograder zip for ``lesson`` (``"03"``, or ``"all"``: any lesson, told by the notebook)."""
+    import torch
+    version = torch.__version__.split("+")[0]
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+        _add(bundle, "setup.sh", SETUP_SH.format(torch=version))
+        _add(bundle, "run_autograder", RUN_AUTOGRADER.format(lesson=lesson))
+        for path in sorted(PACKAGE.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                bundle.write(path, f"course_utils/{path.relative_to(PACKAGE).as_posix()}")
+    return out
+
+
+def _add(bundle: zipfile.ZipFile, name: str, text: str) -> None:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = 0o755 << 16   # executable, as Gradescope runs them
+    info.compress_type = zipfile.ZIP_DEFLATED
+    bundle.writestr(info, text)
+
+
+def _notebooks(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.ipynb")
+                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def _zero(lesson: Optional[str], message: str) -> dict:
+    """Results for a submission that cannot be graded: score 0, each exercise listed, the reason said."""
+    ids = lesson_exercises(lesson) if lesson and lesson != ALL else []
+    tests = [{"name": f"{e}: {get_exercise(e).title}", "number": e, "score": 0, "max_score": get_exercise(e).points,
+              "status": "failed", "output": message, "visibility": "visible"} for e in ids]
+    return {"score": 0, "output": message, "tests": tests}
+
+
+def grade_submission(root: Path, lesson: str, limits: Limits = Limits()) -> dict:
+    """Grade the notebook in ``root/submission`` as ``lesson`` (or, for ``"all"``, its own lesson) and
+    return Gradescope's results; never raises for anything in the submission."""
+    start = time.monotonic()
+    found = _notebooks(root / "submission")
+    if not found:
+        results = _zero(lesson, "No notebook (.ipynb) was found in your submission. Upload the lesson's notebook, "
+                                "saved from Jupyter.")
+    elif len(found) > 1:
+        names = ", ".join(str(p.relative_to(root / "submission")) for p in found)
+        results = _zero(lesson, f"Your submission holds {len(found)} notebooks ({names}). Upload only the lesson's "
+                                "notebook.")
+    else:
+        results = _grade_one(found[0], root, lesson, limits)
+    results["execution_time"] = max(int(round(time.monotonic() - start)), 0)
+    return results
+
+
+def _grade_one(path: Path, root: Path, lesson: str, limits: Limits) -> dict:
+    name = str(path.relative_to(root / "submission"))
+    if lesson != ALL:
+        try:
+            theirs = lesson_of(name, answer_cells(read_notebook(str(path))))
+        except Exception:
+            theirs = None
+        if theirs and theirs != lesson:
+            return _zero(lesson, f"This assignment is lesson {lesson}, but {name} is lesson {theirs}'s notebook. "
+                                 f"Upload notebook {lesson} and submit again.")
+    grade: SubmissionGrade = grade_notebook(str(path), limits, None if lesson == ALL else lesson)
+    results = gradescope_results(grade)
+    results["extra_data"] = {"submission": name}
+    if not grade.rows:   # no lesson could be told (an "all" bundle): the reason is in the output
+        results["score"] = 0
+    return results
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``run_autograder``'s entry point: grade, write ``results/results.json``, return 0."""
+    parser = argparse.ArgumentParser(prog="course_utils.classroom.autograder")
+    parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+    parser.add_argument("--lesson", required=True)
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    try:
+        results = grade_submission(root, args.lesson)
+    except Exception as e:   # the grader's own failure: said so, never blamed on the student
+        results = _zero(args.lesson, f"The autograder itself failed ({type(e).__name__}: {e}). "
+                                     "Your instructor has been told; please tell them too.")
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
+                                                   encoding="utf-8")
+    return 0
+
+
+# --- the command line: python -m course_utils autograder ----------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``autograder`` subcommand's arguments to ``parser``."""
+    parser.add_argument("--lesson", required=True, help="the lesson it grades (e.g. 03), or 'all' (the notebook's own)")
+    parser.add_argument("--out", help="the zip to write (default: autograder_<lesson>.zip)")
+
+
+def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+    """Write the bundle. Returns 0, or 2 for an unknown lesson or an output that cannot be written."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if args.lesson != ALL and not lesson_exercises(args.lesson):
+        known = sorted({get_exercise(e).lesson for e in exercise_ids()})
+        print(f"--lesson {args.lesson}: no lesson with exercises has that number (known: {', '.join(known)}, "
+              f"or {ALL}).", file=stderr)
+        return 2
+    out = Path(args.out or f"autograder_{args.lesson}.zip")
+    try:
+        build(args.lesson, out)
+    except OSError as e:
+        print(f"Cannot write {out}: {e.strerror or type(e).__name__}.", file=stderr)
+        return 2
+    print(f"Wrote {out}: upload it as the assignment's autograder on Gradescope (Configure Autograder → "
+          "Zip file upload).", file=stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
