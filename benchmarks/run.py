@@ -171,8 +171,8 @@ def memory() -> list[str]:
         peaks.append(peak)
         rows.append(f"| {path.name} | {peak:.0f} |")
     (ROOT / "benchmarks" / ".progress.json").unlink(missing_ok=True)
-    rows += ["", f"The largest: {max(peaks):.0f} MiB. A kernel that has run one lesson and moves on to the next "
-                 "keeps what it allocated; restart the kernel between lessons to start from the smaller figure."]
+    rows += ["", f"The largest: {max(peaks):.0f} MiB. A kernel keeps what it allocated: one that runs several lessons "
+                 "in a row can go above these figures, so shut a lesson's kernel down before starting the next."]
     return rows
 
 
