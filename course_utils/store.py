@@ -11,11 +11,12 @@ import contextlib
 import html
 import json
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Iterator
+
+from .files import atomic_open
 
 #: Environment variable naming the progress file (tests and shared machines set it).
 PROGRESS_ENV = "COURSE_PROGRESS_FILE"
@@ -162,17 +163,8 @@ def _update(change) -> None:
 
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
 
 
 @contextlib.contextmanager

@@ -85,25 +85,43 @@ def valid(results: dict, ids: list[str]) -> None:
     assert results["score"] == sum(t["score"] for t in results["tests"])
 
 
-@pytest.mark.parametrize("kind", ["solved", "unsolved", "wrong lesson", "tampered", "no notebook", "two notebooks"])
+@pytest.mark.parametrize("kind", ["solved", "unsolved", "wrong lesson", "tampered", "no notebook", "two notebooks",
+                                  "name not UTF-8"])
 def test_run_autograder(bundle, tmp_path, kind):
     files = {"solved": {"01_tensors.ipynb": solved("01")},
              "unsolved": {"01_tensors.ipynb": unsolved("01")},
              "wrong lesson": {"02_cpu_vs_gpu.ipynb": solved("02")},
              "tampered": {"01_tensors.ipynb": tampered()},
              "no notebook": {},
-             "two notebooks": {"01_tensors.ipynb": solved("01"), "copy.ipynb": solved("01")}}[kind]
+             "two notebooks": {"01_tensors.ipynb": solved("01"), "copy.ipynb": solved("01")},
+             "name not UTF-8": {os.fsdecode(b"caf\xe9_01.ipynb"): solved("01")}}[kind]
     results = grade(bundle, tmp_path / "autograder", files)
     valid(results, L01)
     full = sum(get_exercise(e).points for e in L01)
-    expected_score = full if kind == "solved" else 0
+    expected_score = full if kind in ("solved", "name not UTF-8") else 0
     assert results["score"] == expected_score, results["output"]
     says = {"solved": f"{len(L01)} of {len(L01)} exercises passed", "unsolved": "0 of",
             "wrong lesson": "is lesson 02's notebook", "tampered": "changes course_utils.check",
-            "no notebook": "No notebook", "two notebooks": "holds 2 notebooks"}[kind]
+            "no notebook": "No notebook", "two notebooks": "holds 2 notebooks",
+            "name not UTF-8": f"{len(L01)} of {len(L01)} exercises passed"}[kind]
     assert says in results["output"], results["output"]
+    if kind == "name not UTF-8":
+        assert results["extra_data"]["submission"] == "caf\ufffd_01.ipynb"
 
 
 def test_an_unknown_lesson_is_refused(tmp_path, capsys):
     assert main(["autograder", "--lesson", "42", "--out", str(tmp_path / "x.zip")]) == 2
     assert "no lesson with exercises" in capsys.readouterr().err and not (tmp_path / "x.zip").exists()
+
+
+def test_the_bundle_never_overwrites_a_file_that_is_not_a_zip(tmp_path, capsys):
+    notebook = tmp_path / "01_tensors.ipynb"
+    notebook.write_text("a learner's work")
+    assert main(["autograder", "--lesson", "01", "--out", str(notebook)]) == 2
+    assert "is not a zip archive" in capsys.readouterr().err and notebook.read_text() == "a learner's work"
+    old = tmp_path / "autograder_01.zip"
+    with zipfile.ZipFile(old, "w") as z:
+        z.writestr("old.txt", "last term's bundle")
+    assert main(["autograder", "--lesson", "01", "--out", str(old)]) == 0   # an older bundle is replaced
+    assert "run_autograder" in zipfile.ZipFile(old).namelist()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_tensors.ipynb", "autograder_01.zip"]

@@ -151,11 +151,11 @@ def odd_batch(tmp_path_factory):
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        code, out, err = run_cli(".", "--out", "grades.csv", *LIMITS)
+        code, out, err = run_cli(".", "--out", f"../{root.name}.csv", *LIMITS)  # never inside what is graded
     finally:
         os.chdir(cwd)
     (root / "huge_output.ipynb").unlink()
-    return {"code": code, "out": out, "err": err, "rows": read_rows(root / "grades.csv")}
+    return {"code": code, "out": out, "err": err, "rows": read_rows(root.parent / f"{root.name}.csv")}
 
 
 def test_every_submission_gets_a_row_per_exercise_and_a_total(odd_batch):
@@ -273,21 +273,25 @@ def _cli(tmp_path: Path, *argv: str, timeout: float) -> subprocess.CompletedProc
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_killing_the_grader_keeps_the_rows_already_graded(tmp_path):
-    write(tmp_path, {"a_solved.ipynb": solved(), "b_kills_the_grader.ipynb": solved(
+def test_killing_the_grader_keeps_the_rows_already_graded_and_the_old_csv(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "grades.csv"
+    write(subs, {"a_solved.ipynb": solved(), "b_kills_the_grader.ipynb": solved(
         FIND + "os.kill(grader(), signal.SIGKILL)\n"), "c_solved.ipynb": solved()})
-    done = _cli(tmp_path, ".", "--out", "grades.csv", "--jobs", "1", *LIMITS, timeout=300)
+    out.write_text("yesterday's grades\n")
+    done = _cli(subs, ".", "--out", str(out), "--jobs", "1", *LIMITS, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    rows = read_rows(tmp_path / "grades.csv")
+    assert out.read_text() == "yesterday's grades\n"  # replaced only by a finished batch
+    [partial] = tmp_path.glob("grades.csv.*.partial")
+    rows = read_rows(partial)
     assert full_rows(rows, "a_solved.ipynb") and points(rows, "a_solved.ipynb")["TOTAL"] == len(L01)
 
 
 def test_stopping_the_grader_does_not_stop_the_batch(tmp_path):
     write(tmp_path, {"a_stops_the_grader.ipynb": solved(FIND + "os.kill(grader(), signal.SIGSTOP)\n"),
                      "b_solved.ipynb": solved()})
-    done = _cli(tmp_path, ".", "--out", "grades.csv", "--jobs", "1", *LIMITS, timeout=120)
+    done = _cli(tmp_path, ".", "--out", f"../{tmp_path.name}.csv", "--jobs", "1", *LIMITS, timeout=120)
     assert done.returncode == 0, done.stderr
-    rows = read_rows(tmp_path / "grades.csv")
+    rows = read_rows(tmp_path.parent / f"{tmp_path.name}.csv")
     assert points(rows, "a_stops_the_grader.ipynb")["TOTAL"] == points(rows, "b_solved.ipynb")["TOTAL"] == len(L01)
 
 
@@ -444,6 +448,85 @@ def test_bad_options_exit_2_before_grading(tmp_path, monkeypatch, options, messa
         options += ["--out", str(tmp_path / "grades.csv")]
     code, _, err = run_cli(str(tmp_path / "01_x.ipynb"), *options)
     assert code == 2 and message in err, err
+
+
+# --- no output ever overwrites an input ---------------------------------------------------------
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("graded, options", [
+    (["subs"], ["--out", "subs/alice_01.ipynb"]),                 # the case: a submission by name
+    (["subs"], ["--out", "subs/bob/notes.txt"]),                  # any file inside a folder being graded
+    (["subs"], ["--out", "subs/new_grades.csv"]),                 # ... even a new one
+    (["subs"], ["--out", "subs"]),
+    (["subs/alice_01.ipynb"], ["--out", "subs/alice_01.ipynb"]),  # a notebook given by name
+    (["subs/alice_01.ipynb"], ["--out", "./subs/../subs/alice_01.ipynb"]),
+    (["subs/alice_01.ipynb"], ["--out", "link.csv"]),             # a symbolic link to it
+    (["subs/alice_01.ipynb"], ["--out", "hard.csv"]),             # a hard link to it
+    (["subs/bob"], ["--out", "linked_subs/bob/notes.txt"]),       # the folder reached through a link
+    (["subs"], ["--gradescope", "subs/gs"]),
+    (["subs/bob"], ["--gradescope", "subs/bob"]),
+])
+def test_an_output_that_names_an_input_is_refused_before_anything_is_written(tmp_path, monkeypatch, graded,
+                                                                            options):
+    write(tmp_path / "subs", {"alice_01.ipynb": solved(), "bob/bob_01.ipynb": solved(), "bob/notes.txt": "mine"})
+    (tmp_path / "link.csv").symlink_to(tmp_path / "subs" / "alice_01.ipynb")
+    os.link(tmp_path / "subs" / "alice_01.ipynb", tmp_path / "hard.csv")
+    (tmp_path / "linked_subs").symlink_to(tmp_path / "subs")
+    before = _snapshot(tmp_path)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("grading started")
+
+    monkeypatch.setattr(cli, "grade_all", must_not_run)
+    monkeypatch.chdir(tmp_path)
+    if "--out" not in options:
+        options = options + ["--out", "grades.csv"]
+    code, out, err = run_cli(*graded, *options)
+    assert code == 2, err
+    assert "Nothing was written" in err and ("being graded" in err), err
+    assert _snapshot(tmp_path) == before and not list(tmp_path.glob("*.partial"))
+
+
+def test_outputs_beside_the_inputs_are_fine_and_replace_an_old_csv_atomically(tmp_path, monkeypatch):
+    write(tmp_path / "subs", {"alice_01.ipynb": solved()})
+    old = tmp_path / "grades.csv"
+    old.write_text("yesterday\n")
+    old.chmod(0o640)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("subs", "--out", "grades.csv", "--gradescope", "gs", *LIMITS)
+    assert code == 0, err
+    assert points(read_rows(old), "subs/alice_01.ipynb")["TOTAL"] == len(L01)
+    assert old.stat().st_mode & 0o777 == 0o640                     # the old file's permissions kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "gs", "subs"]  # no leftovers
+
+
+def test_a_failed_batch_leaves_the_old_csv_and_no_partial_file(tmp_path, monkeypatch):
+    write(tmp_path / "subs", {"alice_01.ipynb": solved()})
+    (tmp_path / "grades.csv").write_text("yesterday\n")
+
+    def fails(*args, **kwargs):
+        raise MemoryError("the grader itself failed")
+
+    monkeypatch.setattr(cli, "grade_all", fails)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MemoryError):
+        run_cli("subs", "--out", "grades.csv", *LIMITS)
+    assert (tmp_path / "grades.csv").read_text() == "yesterday\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "subs"]
+
+
+def test_the_csv_can_go_to_a_pipe(tmp_path):
+    write(tmp_path / "subs", {"alice_01.ipynb": solved()})
+    done = subprocess.run([sys.executable, "-m", "course_utils", "grade", "subs", "--out", "/dev/stdout", *LIMITS],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])))
+    assert done.returncode == 0, done.stderr
+    csv_text = done.stdout[:done.stdout.index("\nSubmission")]  # the summary table follows the CSV
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert {r["exercise"] for r in rows} == set(L01) | {"TOTAL"}
 
 
 # --- the CSV is safe in a spreadsheet ----------------------------------------------------------

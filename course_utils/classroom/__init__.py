@@ -50,7 +50,8 @@ cell or from inside the answer during its check); edited check cells; printed or
 "passed", and bytes written into the grader's pipes; importing the reference solution; infinite loops; crashes; memory bombs (forked ones
 included); processes left running; stopping or killing the worker's parent; files that are not
 notebooks, or not even JSON. The batch always carries on, every submission gets a row per exercise
-of its lesson, rows are written as submissions finish, and the same input gives the same CSV.
+of its lesson, rows are kept as submissions finish, no output overwrites an input, and the same input gives
+the same CSV.
 
 It is **not a security sandbox**. Learner code runs with your user's rights: it can read and
 write your files (the course's own included), use the network, find the HMAC key in its own

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from ..exercises import exercise_ids, get_exercise
+from ..files import atomic_open, write_text_atomic
 from .grader import SubmissionGrade, grade_notebook
 from .reports import gradescope_results
 from .runs import Limits
@@ -53,7 +54,7 @@ def build(lesson: str, out: Path) -> Path:
     """Write the autograder zip for ``lesson`` (``"03"``, or ``"all"``: any lesson, told by the notebook)."""
     import torch
     version = torch.__version__.split("+")[0]
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+    with atomic_open(out, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as bundle:
         _add(bundle, "setup.sh", SETUP_SH.format(torch=version))
         _add(bundle, "run_autograder", RUN_AUTOGRADER.format(lesson=lesson))
         for path in sorted(PACKAGE.rglob("*.py")):
@@ -131,8 +132,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         results = _zero(args.lesson, f"The autograder itself failed ({type(e).__name__}: {e}). "
                                      "Your instructor has been told; please tell them too.")
     (root / "results").mkdir(parents=True, exist_ok=True)
-    (root / "results" / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
-                                                   encoding="utf-8")
+    # A file name that is not UTF-8 reaches Python as lone surrogates: U+FFFD in the results instead.
+    text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c
+                   for c in json.dumps(results, indent=2, ensure_ascii=False))
+    write_text_atomic(root / "results" / "results.json", text + "\n")
     return 0
 
 
@@ -153,6 +156,10 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
               f"or {ALL}).", file=stderr)
         return 2
     out = Path(args.out or f"autograder_{args.lesson}.zip")
+    if out.exists() and not out.is_dir() and not zipfile.is_zipfile(out):
+        print(f"{out} exists and is not a zip archive: it would be overwritten. Nothing was written; choose "
+              "another --out.", file=stderr)
+        return 2
     try:
         build(args.lesson, out)
     except OSError as e:

@@ -12,6 +12,7 @@ import time
 from typing import Optional, TextIO
 
 from ..exercises import exercise_ids, get_exercise
+from ..files import is_within, same_file
 from .grader import SubmissionGrade, grade_all
 from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
 from .runs import Limits
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
                         help="submitted notebooks, or folders searched for *.ipynb")
     parser.add_argument("--out", default="grades.csv",
-                        help="CSV file to write, row by row as submissions are graded (default: grades.csv)")
+                        help="CSV file to write, outside the folders graded; replaced when the batch ends (default: grades.csv)")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded in parallel (default: 1)")
     parser.add_argument("--timeout", type=float, default=d.timeout,
                         help=f"seconds for a whole submission, checks included (default: {d.timeout:g})")
@@ -95,12 +96,30 @@ def _writable_folder(path: str) -> Optional[str]:
     return None
 
 
+def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[str]:
+    """Why ``--out`` or ``--gradescope`` would overwrite an input, or ``None``: an output may not be a
+    submission (links and hard links included), nor lie inside a folder being graded."""
+    folders = [a for a in args.submissions if os.path.isdir(a)]
+    outputs = [("--out", args.out)] + ([("--gradescope", args.gradescope)] if args.gradescope else [])
+    for flag, out in outputs:
+        for sub in submissions:
+            if same_file(out, sub):
+                return (f"{flag} {out} is a notebook being graded: it would be overwritten. Nothing was written; "
+                        f"choose another name (e.g. {flag} grades.csv).")
+        for folder in folders:
+            if is_within(out, folder):
+                return (f"{flag} {out} is inside the folder being graded ({folder}): a file of a student's "
+                        f"could be overwritten. Nothing was written; write it outside {folder}.")
+    return None
+
+
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``python -m course_utils grade``.
 
-    Options, submissions and output paths are checked before anything is graded. Rows are written
-    to ``--out`` as submissions finish (sorted when the batch ends), so a batch that is killed or
-    interrupted keeps what it graded.
+    Options, submissions and output paths are checked before anything is graded; an output that
+    would overwrite an input is refused. Rows are kept in a partial file beside ``--out`` as
+    submissions finish, and the sorted CSV replaces ``--out`` atomically when the batch ends or is
+    interrupted, so a batch that is killed loses neither what it graded nor the old CSV.
 
     Args:
         args: parsed by a parser set up with :func:`add_arguments`.
@@ -136,6 +155,10 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     if not paths:
         print("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)), file=stderr)
         return 2
+    clash = _output_clash(args, paths)
+    if clash:
+        print(printable(clash), file=stderr)
+        return 2
     folders: dict[str, str] = {}
     if args.gradescope:
         why = _writable_folder(args.gradescope)
@@ -145,7 +168,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
             return 2
         folders = gradescope_folders(paths)
     try:
-        out = open(args.out, "w", encoding="utf-8", errors="backslashreplace", newline="")
+        csv_file = CsvFile(args.out)
     except OSError as e:
         print(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.", file=stderr)
         return 2
@@ -153,9 +176,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
     started = time.monotonic()
     unwritten: list[str] = []  # Gradescope results that could not be written
-    with out:
-        csv_file = CsvFile(out)
-
+    try:
         def record(grade: SubmissionGrade) -> None:
             csv_file.add(grade)
             if args.gradescope:
@@ -173,6 +194,8 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
                   f"are in {printable(args.out)}.", file=stderr)
             return 130
         csv_file.finish()
+    finally:
+        csv_file.close()
     elapsed = time.monotonic() - started
     points, available = sum(g.points for g in grades), sum(g.max_points for g in grades)
     full = sum(1 for g in grades if g.max_points and g.points == g.max_points)

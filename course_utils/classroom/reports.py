@@ -2,13 +2,18 @@
 unique folders, and the summary table."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
+import tempfile
 import unicodedata
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Optional, Sequence, TextIO
 
 from ..exercises import get_exercise
+from ..files import atomic_open, is_special, write_text_atomic
 from .grader import TOTAL, Row, SubmissionGrade
 
 
@@ -53,31 +58,49 @@ def write_csv(grades: Sequence[SubmissionGrade], out: TextIO) -> None:
 
 
 class CsvFile:
-    """The ``--out`` file: each submission's rows are written as soon as it is graded, so a batch that
-    is killed keeps what it graded; at the end the file is rewritten, sorted."""
+    """The ``--out`` file, never half-written and never lost.
 
-    def __init__(self, f: TextIO) -> None:
-        self.f = f
+    Each submission's rows go, as soon as it is graded, to a partial file beside ``--out``
+    (``grades.csv.<random>.partial``), so a batch that is killed keeps what it graded there. When
+    the batch ends (or is interrupted) the sorted CSV replaces ``--out`` in one atomic rename and
+    the partial file is removed; until then an existing ``--out`` is untouched. A target that is
+    not a regular file (``/dev/stdout``, a pipe) gets the sorted CSV only, at the end.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.grades: list[SubmissionGrade] = []
-        self.progressive = f.seekable()  # a pipe or terminal gets the sorted CSV only, at the end
-        if self.progressive:
-            f.write(",".join(CSV_HEADER) + "\n")
-            f.flush()
+        self.partial: Optional[str] = None
+        self._f: Optional[TextIO] = None
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "it is a folder", path)
+        if not is_special(path):
+            target = Path(os.path.realpath(path))
+            fd, self.partial = tempfile.mkstemp(dir=target.parent, prefix=f"{target.name}.", suffix=".partial")
+            self._f = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="")
+            self._f.write(",".join(CSV_HEADER) + "\n")
+            self._f.flush()
 
     def add(self, grade: SubmissionGrade) -> None:
-        """Append one submission's rows (its ``TOTAL`` last)."""
+        """Append one submission's rows (its ``TOTAL`` last) to the partial file."""
         self.grades.append(grade)
-        if self.progressive:
-            self.f.write(_csv_lines(csv_rows([grade])))
-            self.f.flush()
+        if self._f:
+            self._f.write(_csv_lines(csv_rows([grade])))
+            self._f.flush()
 
     def finish(self) -> None:
-        """Rewrite the file with every row so far, sorted."""
-        if self.progressive:
-            self.f.seek(0)
-            self.f.truncate()
-        write_csv(self.grades, self.f)
-        self.f.flush()
+        """Write every row so far, sorted, to ``--out`` (atomically), then remove the partial file."""
+        with atomic_open(self.path, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+            write_csv(self.grades, f)
+        self.close()
+
+    def close(self) -> None:
+        """Remove the partial file (after :meth:`finish`, or when nothing was graded)."""
+        if self._f:
+            self._f.close()
+            self._f = None
+            with contextlib.suppress(OSError):
+                os.unlink(self.partial)
 
 
 def gradescope_results(grade: SubmissionGrade, execution_time: float | None = None) -> dict:
@@ -151,8 +174,8 @@ def write_results(grade: SubmissionGrade, directory: str, folder: str) -> Path:
     """Write ``DIRECTORY/FOLDER/results.json`` for one submission; returns its path."""
     target = Path(directory) / folder / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(gradescope_results(grade), indent=2, ensure_ascii=False) + "\n",
-                      encoding="utf-8", errors="backslashreplace")
+    write_text_atomic(target, json.dumps(gradescope_results(grade), indent=2, ensure_ascii=False) + "\n",
+                      errors="backslashreplace")
     return target
 
 
