@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -21,11 +22,19 @@ RUN_ALL_TIMEOUT_S = 180
 WIDGET_ERRORS = ("Error displaying widget", "model not found", "Failed to load model class")
 
 
-def api(server, method, path):
+def api(server, method, path, tries=5):
+    """Call Jupyter's REST API. A GET is tried again after a server error: listing kernels while one
+    is still shutting down (the previous test's) can answer 500 on a busy machine."""
     req = urllib.request.Request(server.url(path), method=method)
-    with urllib.request.urlopen(req, timeout=10) as r:
-        body = r.read()
-    return json.loads(body) if body else None
+    for attempt in range(tries if method == "GET" else 1):
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                body = r.read()
+            return json.loads(body) if body else None
+        except urllib.error.HTTPError as e:
+            if e.code < 500 or attempt == tries - 1 or method != "GET":
+                raise
+            time.sleep(1)
 
 
 def shutdown_kernels(server):
