@@ -4,16 +4,17 @@
 
     import course_utils as cu
     cu.explain_error(error)          # an exception, or the text you copied: one line or a whole traceback
-    cu.explain_error(text).known     # False for anything that is not a device problem; it never guesses
+    cu.explain_error(text).known     # False for anything the course does not teach; it never guesses
 
 :data:`FAMILIES` is the one source for everything the course says about these errors: the
 explainer reads it, ``scripts/error_index.py`` turns it into ``docs/errors.md``, the tests check
 every wording in it. :data:`LESSONS` says which lesson section teaches each family; families no
 lesson teaches yet point to the appendix :data:`FIELD_GUIDE`.
 
-Every ``wordings`` entry is a message exactly as PyTorch prints it (checked by a real run or
-against PyTorch's source). This module imports nothing from the rest of the package, so any part
-of it (``setup`` included) may use it.
+Every :class:`Wording` is a message exactly as PyTorch prints it, with the PyTorch versions that
+print it and where that was checked (a build's string table, PyTorch's source, a real run). What
+only a GPU or a Mac prints, and was not run on one, says so. This module imports nothing from the
+rest of the package, so any part of it (``setup`` included) may use it.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-__all__ = ["explain_error", "Explanation", "Family", "FAMILIES", "LESSONS", "FIELD_GUIDE", "family"]
+__all__ = ["explain_error", "Explanation", "Family", "Wording", "FAMILIES", "LESSONS", "FIELD_GUIDE", "family"]
 
 #: The appendix for problems no lesson teaches yet.
 FIELD_GUIDE = "08_field_guide"
@@ -31,10 +32,18 @@ FIELD_GUIDE = "08_field_guide"
 #: Family key -> (notebook, section) that teaches it. Update here when a lesson starts teaching one.
 LESSONS: dict[str, tuple[str, str]] = {
     "devices": ("06_mismatch_errors", "1. Meet the error"),
+    "data-parallel": (FIELD_GUIDE,
+                      "Checkpoints from DataParallel / DDP › DataParallel wants the model on `cuda:0` first"),
+    "optimizer-state": ("06_mismatch_errors", "6. Optimizer state"),
     "cuda-oom": ("05_device_attribute", "5. Device memory › Reading an out-of-memory error"),
     "mps-oom": (FIELD_GUIDE, "MPS out of memory"),
     "numpy": ("03_to_device", "8. NumPy lives on the CPU"),
+    "numpy-grad": ("03_to_device", "8. NumPy lives on the CPU"),
+    "no-to": ("03_to_device", "7. Batches with structure"),
+    "no-device": ("05_device_attribute", "4. A model has no `.device`"),
+    "module-init": ("03_to_device", "Pitfalls"),
     "device-assert": (FIELD_GUIDE, "Device-side asserts"),
+    "label-range": (FIELD_GUIDE, "Device-side asserts"),
     "module-prefix": (FIELD_GUIDE, "Checkpoints from DataParallel / DDP"),
     "fork": (FIELD_GUIDE, "CUDA in DataLoader workers"),
     "kernel-image": (FIELD_GUIDE, "A PyTorch built for other GPUs"),
@@ -45,6 +54,7 @@ LESSONS: dict[str, tuple[str, str]] = {
     "no-cuda": ("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
     "ordinal": ("04_cuda", "4. `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
     "map-location": ("06_mismatch_errors", "7. Loading a GPU checkpoint on a machine without one"),
+    "weights-only": ("06_mismatch_errors", "9. Checkpoints: safe loading, and big models without memory"),
     "pin": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
     "leaf": ("03_to_device", "Pitfalls"),
     "generator": (FIELD_GUIDE, "Default devices, samplers and generators"),
@@ -52,7 +62,27 @@ LESSONS: dict[str, tuple[str, str]] = {
 }
 
 _DEV = r"[A-Za-z_]+(?::\d+)?"          # cpu, cuda:0, mps, meta, xpu:1 ...
-_WORD = r"[A-Za-z_][\w.]*"
+
+# How the versions were checked, in the words the catalogue uses (see docs/errors.md):
+#: a format string or source file found in the CUDA wheels of 2.7, 2.8 and 2.14 and the CPU build of 2.13
+_ALL = "2.7, 2.8, 2.13 and 2.14 (all checked)"
+#: what a Mac's build prints, read in PyTorch's source: the Linux wheels checked here do not contain it
+_MAC = "Mac (MPS) builds; read in PyTorch's source, not run on a Mac here"
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One message exactly as PyTorch prints it.
+
+    Attributes:
+        text: the message, verbatim (sizes, device indices, operator names and hashes vary).
+        versions: the PyTorch versions (and builds or devices) that print it, as far as checked.
+        source: where it was checked: a build's string table, a file of PyTorch's source, a real run.
+    """
+
+    text: str
+    versions: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -62,25 +92,29 @@ class Family:
     Attributes:
         key: short id, e.g. ``"devices"``.
         title: a few words for headings.
-        patterns: regular expressions; any match recognises the family. Named groups ``arg``,
-            ``op``, ``a`` (the odd tensor's device) and ``b`` (the device expected) are read.
-        wordings: real messages, verbatim, each with where it was checked (docs and tests use them).
+        patterns: regular expressions; any match recognises the family. A space in a pattern matches
+            any run of white space (a message pasted from a wrapped terminal line still matches). Named
+            groups ``arg``, ``op``, ``a`` (the odd tensor's device) and ``b`` (the device expected) are read.
+        wordings: real messages, each with the versions that print it (docs and tests use them).
         cause: why it happens, in the course's words.
         fix: what to do.
         check: optional test of a match; a match it rejects is not this family (e.g. a dtype look-alike).
+        device_problem: False for the few errors the course teaches next to device problems
+            (a forgotten ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
     """
 
     key: str
     title: str
     patterns: tuple[str, ...]
-    wordings: tuple[tuple[str, str], ...]
+    wordings: tuple[Wording, ...]
     cause: str
     fix: str
     check: Optional[Callable[[dict], bool]] = None
+    device_problem: bool = True
     compiled: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "compiled", tuple(re.compile(p) for p in self.patterns))
+        object.__setattr__(self, "compiled", tuple(re.compile(p.replace(" ", r"\s+")) for p in self.patterns))
 
     @property
     def lesson(self) -> str:
@@ -105,15 +139,35 @@ def _devices_differ(groups: dict) -> bool:
     return a != b
 
 
+def _not_none(groups: dict) -> bool:
+    """``'NoneType' object has no attribute 'to'`` is a missing ``return``, not a device problem."""
+    return groups.get("type") != "NoneType"
+
+
+#: The rule every device mismatch breaks (the first sentence of a mismatch's cause names the tensors).
+_RULE = ("PyTorch runs each operation on one device and does not move tensors for you (apart from a few "
+         "edges: a 0-dim CPU tensor in element-wise math, a CPU index in `x[idx]`), so the model's "
+         "parameters, the input and anything made inside `forward` must all be on one device.")
+
+_GENERATOR_RULE = ("Usually `torch.set_default_device(\"cuda\")` is at work: a shuffling `DataLoader`'s sampler "
+                   "then draws its permutation on the GPU with a CPU generator. Or a `torch.Generator()` made "
+                   "on the CPU is used for GPU tensors.")
+
+_TORCH_CUDA = "torch/cuda/__init__.py"
+_TO_HOST = r"(?:\. Use Tensor\.cpu\(\) to copy the tensor to host memory first)"
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "devices", "Tensors on different devices",
-        (r"Expected all tensors to be on the same device, but found at least two devices, (?P<b>" + _DEV
-         + r") and (?P<a>" + _DEV + r")!?(?: \(when checking argument for argument (?P<arg>\w+) in method (?P<op>\w+)\))?",
+        (r"Expected all tensors to be on the same (?:common )?device, but found at least two devices, (?P<b>" + _DEV
+         + r") and (?P<a>" + _DEV + r")!?(?: \(when checking (?:argument|arugment) for argument (?P<arg>\w+) in "
+         r"method (?P<op>\w+)\))?",
          r"Expected all tensors to be on the same device, but got (?P<arg>\w+) is on (?P<a>" + _DEV
          + r"), different from other tensors on (?P<b>" + _DEV + r")(?: \(when checking argument in method (?P<op>\w+)\))?",
          r"Expected object of device type (?P<b>\w+) but got device type (?P<a>\w+) for (?:argument #\d+|sequence "
          r"element \d+ in sequence argument at position #\d+) '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
+         r"Tensor for argument #\d+ '(?P<arg>\w+)' is on (?P<a>CPU), (?:Tensor for argument #\d+ '\w+' is on CPU, )?"
+         r"but expected (?:it|them) to be on GPU(?: \(while checking arguments for (?P<op>\w+)\))?",
          r"Tensor on device (?P<a>" + _DEV + r") is not on the expected device (?P<b>" + _DEV + r")!",
          r"Input type \((?P<ta>[^()\n]{1,60})\) and (?P<param>weight|bias) type \((?P<tb>[^()\n]{1,60})\) should be the same",
          r"Tensor for argument #?\d*\s*'?(?P<arg>\w+)'? is on (?P<a>" + _DEV + r") but expected on (?P<b>" + _DEV + r")",
@@ -121,91 +175,268 @@ FAMILIES: tuple[Family, ...] = (
          r"'(?P<arg2>\w+)'; but device (?P<a>\d+) does not equal (?P<b>\d+)(?: \(while checking arguments for (?P<op>\w+)\))?",
          r"Input and (?:parameter|hidden) tensors are not at the same device, found input tensor at (?P<a>" + _DEV
          + r") and (?P<what>parameter|hidden) tensor at (?P<b>" + _DEV + r")",
-         r"Placeholder storage has not been allocated on (?P<b>MPS) device",
+         r"(?P<arg>input)\(device='(?P<a>" + _DEV + r")'\) and weight\(device=(?P<b>" + _DEV
+         + r")'\) must be on the same device",
+         r"Placeholder storage has not been allocated(?: on (?P<b>MPS) device)?",
+         r"is not on the expected device",
          r"Expected all tensors to be on the same device"),
-        (("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
-          "prefix verbatim in libtorch_cpu.so (PyTorch 2.7)"),
-         ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on "
-          "cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
-          "aten/src/ATen/core/op_registration/adaption.cpp"),
-         ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
-          "checking argument for argument mat1 in method wrapper_addmm)",
-          "adaption.cpp before the per-argument wording (read in an older copy of the file)"),
-         ("Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_addmm",
-          "checked_dense_tensor_unwrap, aten/src/ATen/Utils.h in PyTorch 1.x (read in old copies)"),
-         ("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
-          "format fragments in libtorch_cpu.so (PyTorch 2.7); legacy type names as PyTorch 1.x prints them"),
-         ("Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same or input "
-          "should be a MKLDNN tensor and weight is a dense tensor", "suffix verbatim in libtorch_cpu.so (PyTorch 2.7)"),
-         ("Tensor for argument input is on cpu but expected on mps", "aten/src/ATen/native/mps/operations/Linear.mm"),
-         ("Placeholder storage has not been allocated on MPS device!",
-          "MPS backend; not in a Linux build, wording as many learner reports quote it"),
-         ("Input and parameter tensors are not at the same device, found input tensor at cpu and parameter tensor "
-          "at meta", "real run: nn.LSTM on meta, PyTorch 2.7 and 2.13"),
-         ("Tensor on device cpu is not on the expected device meta!", "real run: PyTorch 2.7 and 2.13")),
-        "One operation got tensors that live on different devices. PyTorch runs each operation on one device "
-        "and never moves tensors for you (apart from a few edges: 0-dim CPU tensors, CPU index tensors), so "
-        "the model's parameters, the input and anything made inside `forward` must all be on one device.",
+        (Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+                 "element-wise operations on CUDA; " + _ALL + ", and 1.x",
+                 "TensorIterator.cpp, prefix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14 (the two devices in the "
+                 "order met, not which tensor is odd)"),
+         Wording("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on "
+                 "cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+                 "2.8 and newer, on CUDA (ops that check each argument: addmm, mm, index_select, nll_loss...)",
+                 "common_device_check_failure, aten/src/ATen/core/op_registration/adaption.cpp: format pieces in "
+                 "libtorch_cpu.so 2.8 and 2.14, absent in 2.7; wrapper_CUDA_addmm in libtorch_cuda.so"),
+         Wording("Expected all tensors to be on the same device, but got weight is on cpu, different from other "
+                 "tensors on cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)",
+                 "2.8 and newer, on CUDA: a loss's class weights left on the CPU",
+                 "the same format (2.8, 2.14); wrapper_CUDA_nll_loss_forward in libtorch_cuda.so 2.7 to 2.14"),
+         Wording("Expected all tensors to be on the same device, but got index is on cpu, different from other "
+                 "tensors on cuda:0 (when checking argument in method wrapper_CUDA__index_select)",
+                 "2.8 and newer, on CUDA: `nn.Embedding` or `index_select` with a CPU index",
+                 "the same format (2.8, 2.14); wrapper_CUDA__index_select in libtorch_cuda.so 2.7 to 2.14"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+                 "checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+                 "up to 2.7, on CUDA (checked in 2.7; how far back was not checked)",
+                 "adaption.cpp before 2.8: \"! (when checking argument for argument \" verbatim in libtorch_cpu.so "
+                 "2.7, absent in 2.8 and 2.14"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+                 "checking argument for argument weight in method wrapper_CUDA_nll_loss_forward)",
+                 "up to 2.7, on CUDA: a loss's class weights left on the CPU",
+                 "the same format as above (libtorch_cpu.so 2.7)"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+                 "checking argument for argument mat1 in method wrapper_addmm)",
+                 "late 1.x, after the misspelling was fixed in July 2021 (learner reports from 2022; no build checked)",
+                 "adaption.cpp with \"argument for argument\"; kernel names without the CUDA_ part"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+                 "checking arugment for argument mat1 in method wrapper_addmm)",
+                 "around 1.9 (\"arugment\" is misspelt in PyTorch itself; fixed in July 2021, pytorch/pytorch#61459)",
+                 "adaption.cpp as pytorch/pytorch#60864 quotes it (June 2021)"),
+         Wording("Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_addmm",
+                 "1.x before the dispatcher's device check (up to about 1.7; learner reports)",
+                 "checked_dense_tensor_unwrap, aten/src/ATen/Utils.h in PyTorch 1.x (read in old copies)"),
+         Wording("Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking arguments for addmm)",
+                 "1.x on CUDA (learner reports with 1.6); MPS's `mm` in 2.x says the same for `mat2` (reports, "
+                 "not run on a Mac here)",
+                 "checkSameGPU, aten/src/ATen/TensorUtils.cpp: \" to be on GPU (while checking arguments for \" in "
+                 "libtorch_cpu.so 2.7 and 2.14"),
+         Wording("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same or input "
+                 "should be a MKLDNN tensor and weight is a dense tensor",
+                 "a CPU input and a CUDA model, when PyTorch picks its MKLDNN backend for the CPU input (most float32 "
+                 "convolutions); " + _ALL,
+                 "check_input_same_type_as_parameters, aten/src/ATen/native/Convolution.cpp: the MKLDNN clause is "
+                 "added only for the MKLDNN backend, which is chosen only for a CPU input; suffix verbatim in "
+                 "libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same",
+                 "a CUDA input and a CPU model (never with the MKLDNN clause); every version (format in 2.7 to 2.14)",
+                 "the same check without the clause (libtorch_cpu.so 2.7, 2.8, 2.14); legacy type names as PyTorch "
+                 "prints them"),
+         Wording("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+                 "a CPU input and a CUDA model when the MKLDNN backend is not used (e.g. one small image); every version",
+                 "Convolution.cpp, use_mkldnn (libtorch_cpu.so 2.7, 2.8, 2.14)"),
+         Wording("Tensor for argument input is on cpu but expected on mps", _MAC,
+                 "aten/src/ATen/native/mps/operations/Linear.mm; test/test_mps.py asserts it"),
+         Wording("Tensor for argument weight is on cpu but expected on mps", _MAC,
+                 "the same check for the layer's weight; test/test_mps.py asserts it"),
+         Wording("Placeholder storage has not been allocated on MPS device!", _MAC,
+                 "Placeholder, aten/src/ATen/native/mps/OperationUtils.mm"),
+         Wording("slow_conv2d_forward_mps: input(device='cpu') and weight(device=mps:0')  must be on the same device",
+                 _MAC + " (the two spaces and the lone quote are PyTorch's)",
+                 "slow_conv2d_forward_mps, aten/src/ATen/mps/MPSFallback.mm"),
+         Wording("Input and parameter tensors are not at the same device, found input tensor at cpu and parameter tensor "
+                 "at meta", _ALL,
+                 "real run: nn.LSTM on meta (2.7, 2.13); RNN.cpp's format pieces in libtorch_cpu.so 2.7 to 2.14"),
+         Wording("Tensor on device cpu is not on the expected device meta!", _ALL,
+                 "real run (2.7, 2.13); torch/_prims_common/__init__.py in 2.7, 2.8, 2.14")),
+        "One operation got tensors that live on different devices. " + _RULE,
         "Put everything on one device: move the model once with `model.to(device)` (in place) and each input "
         "with `x = x.to(device)` (`Tensor.to` returns a new tensor: keep the result). To see which tensor is "
         "where, run `cu.explain_devices(model, {\"x\": x})`.",
         check=lambda g: _devices_differ(g) if "ta" in g else True),
     Family(
+        "data-parallel", "DataParallel with its model off `device_ids[0]`",
+        (r"module must have its parameters and buffers on device (?P<b>" + _DEV + r") \(device_ids\[0\]\) but found "
+         r"one of them on device: (?P<a>" + _DEV + r")",),
+        (Wording("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on "
+                 "device: cpu", "CUDA GPUs only; " + _ALL,
+                 "torch/nn/parallel/data_parallel.py in 2.7, 2.8, 2.13, 2.14"),),
+        "`nn.DataParallel` copies the model from `device_ids[0]` to every GPU on each call, so it first checks "
+        "that every parameter and buffer is already on that GPU. One is not: the model was never moved, or a "
+        "layer was added after moving it.",
+        "Move the model to `device_ids[0]` (by default `cuda:0`) before wrapping it: `model.to(\"cuda:0\")`, then "
+        "`nn.DataParallel(model)` (or move the wrapper, `dp_model.to(\"cuda:0\")`). The inputs may stay on the "
+        "CPU: DataParallel scatters them to the GPUs itself. Moving the inputs to the CPU does not help."),
+    Family(
+        "optimizer-state", "Optimizer state on another device than its parameters",
+        (r"Tensors of the same index must be on the same device and the same dtype",),
+        (Wording("Tensors of the same index must be on the same device and the same dtype except `step` tensors that "
+                 "can be CPU and float32/64 notwithstanding",
+                 "2.7 and 2.8 (checked; earlier 2.x not checked); foreach and fused optimizer steps, the default on CUDA",
+                 "_group_tensors_by_device_and_dtype: verbatim in libtorch_python.so 2.7 and 2.8"),
+         Wording("Tensors of the same index must be on the same device and the same dtype except `step` tensors that "
+                 "can be CPU and float32/64, and optimizer states that can be bfloat16 for mixed-precision training",
+                 "2.13 and 2.14 (checked; 2.9 to 2.12 not checked)",
+                 "verbatim in libtorch_python.so 2.13 (CPU build) and 2.14")),
+        "An optimizer step that updates all parameters at once (foreach or fused, the default on CUDA) groups "
+        "each parameter with its gradient and its state (`exp_avg`, `momentum_buffer`...), and one of them is on "
+        "another device (or has another dtype). Usually the state was created or loaded while the model was "
+        "elsewhere, or the model was moved after the optimizer had state.",
+        "Move the model first, then create the optimizer. To resume training, `model.to(device)` and then "
+        "`optimizer.load_state_dict(torch.load(path, map_location=device))`: it casts the state to each "
+        "parameter's device. `cu.explain_devices(model, optimizer=optimizer)` shows which state is where."),
+    Family(
         "cuda-oom", "CUDA out of memory",
         (r"CUDA out of memory\. Tried to allocate", r"torch\.(?:cuda\.)?OutOfMemoryError", r"CUDA error: out of memory"),
-        (("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 14.74 GiB of which "
-          "1.12 GiB is free.", "c10/cuda/CUDACachingAllocator.cpp (prefix in libc10_cuda.so, PyTorch 2.7)"),
-         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
-          "torch.OutOfMemoryError, PyTorch 2.5 and newer"),
-         ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
-          "torch/cuda/__init__.py: OutOfMemoryError")),
+        (Wording("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                 "14.74 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 13.61 GiB memory "
+                 "in use. Of the allocated memory 13.20 GiB is allocated by PyTorch, and 287.42 MiB is reserved by "
+                 "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                 "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+                 "2.7 as quoted (sizes are your GPU's; newer versions end with another link); the class is "
+                 "torch.OutOfMemoryError from 2.5",
+                 "c10/cuda/CUDACachingAllocator.cpp; \"CUDA out of memory. Tried to allocate \" in libc10_cuda.so "
+                 "2.7, 2.8, 2.14"),
+         Wording("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total "
+                 "capacity; 6.51 GiB already allocated; 5.06 MiB free; 6.62 GiB reserved in total by PyTorch) If "
+                 "reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See "
+                 "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+                 "1.x and early 2.x (learner reports; not checked in a build)",
+                 "the older CUDACachingAllocator.cpp wording, as most answers online quote it"),
+         Wording("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+                 "the start of every CUDA out-of-memory message since 2.5", "torch.OutOfMemoryError")),
         "The GPU has no room for a new tensor: the model, the activations kept for backward, the optimizer "
         "state and whatever you still hold a reference to (an old model, a loss with its graph) fill its memory.",
-        "Make the batch smaller; drop what you no longer need (`del big`, then `torch.cuda.empty_cache()`); run "
-        "evaluation under `torch.no_grad()`; accumulate `loss.item()` or `loss.detach()`, not `loss`; consider "
-        "`torch.autocast`. `torch.cuda.memory_summary()` shows what is using the memory."),
+        "Make the batch smaller; run evaluation under `torch.no_grad()`; accumulate `loss.item()` or "
+        "`loss.detach()`, not `loss`; `del` what you no longer need; consider `torch.autocast`. To retry with "
+        "a smaller batch, catch the error and recover after the `except` block, not inside it: the exception "
+        "keeps the failed step's tensors alive until the block ends (PyTorch FAQ). `torch.cuda.empty_cache()` "
+        "does not help: the caching allocator already frees its cached blocks and retries before it raises. "
+        "`torch.cuda.memory_summary()` shows what is using the memory."),
     Family(
         "mps-oom", "MPS out of memory",
         (r"MPS backend out of memory",),
-        (("MPS backend out of memory (MPS allocated: 17.92 GB, other allocations: 384.00 KB, max allowed: 18.13 GB). "
-          "Tried to allocate 256.00 MB on private pool.", "aten/src/ATen/mps/MPSAllocator.mm (sizes illustrative)"),),
+        (Wording("MPS backend out of memory (MPS allocated: 17.92 GB, other allocations: 384.00 KB, max allowed: 18.13 "
+                 "GB). Tried to allocate 256.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to "
+                 "disable upper limit for memory allocations (may cause system failure).", _MAC + " (sizes illustrative)",
+                 "aten/src/ATen/mps/MPSAllocator.mm, with the default high watermark"),),
         "Your Mac's GPU shares memory with the rest of the system, and PyTorch stops an MPS allocation that "
         "would pass its limit (the high watermark).",
-        "Make the batch smaller, free what you no longer need (`del big`, then `torch.mps.empty_cache()`), evaluate "
-        "under `torch.no_grad()`. `PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0` lifts the limit, at the risk of "
-        "slowing or freezing the whole machine."),
+        "Make the batch smaller, evaluate under `torch.no_grad()`, `del` what you no longer need. "
+        "`torch.mps.empty_cache()` does not help here: the allocator already releases its cached buffers and "
+        "retries before it raises. `PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0` (set before Python starts) lifts the "
+        "limit, at the risk of slowing or freezing the whole machine."),
     Family(
         "numpy", "`.numpy()` on a tensor that is not on the CPU",
-        (r"can't convert (?P<a>" + _DEV + r") device type tensor to numpy",),
-        (("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
-          "first.", "the format the meta run shows, with the device PyTorch names"),
-         ("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
-          "first.", "real run: PyTorch 2.7 and 2.13")),
+        (r"can't convert (?P<a>" + _DEV + r")(?: device type)? tensor to numpy" + _TO_HOST + "?",
+         r"to numpy" + _TO_HOST),
+        (Wording("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
+                 "first.", "CUDA; " + _ALL, "torch/csrc/utils/tensor_numpy.cpp: format in libtorch_python.so 2.7, 2.8, "
+                 "2.14; the device as the meta run shows it"),
+         Wording("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
+                 "first.", _ALL, "real run (2.7, 2.13)"),
+         Wording("can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+                 "1.x (before the device-type wording)", "tensor_numpy.cpp in an old copy of PyTorch's source")),
         "NumPy arrays live in CPU memory. A tensor on a GPU (or on `meta`) has no CPU memory NumPy could "
         "share, so `.numpy()` refuses it.",
         "Copy it to the CPU first: `t.detach().cpu().numpy()` (`detach` too when it requires grad). Do this "
         "once, at the end: each copy waits for the GPU."),
     Family(
+        "numpy-grad", "`.numpy()` on a tensor that requires grad",
+        (r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad",),
+        (Wording("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.", _ALL,
+                 "verbatim in libtorch_python.so 2.7, 2.8, 2.14; real run (2.13)"),
+         Wording("Can't call numpy() on Variable that requires grad. Use var.detach().numpy() instead.",
+                 "1.x", "tensor_numpy.cpp in an old copy of PyTorch's source")),
+        "NumPy knows nothing of autograd, so PyTorch will not hand it a tensor that is part of the graph "
+        "without being told to leave the graph.",
+        "Leave the graph first, and copy to the CPU if needed: `t.detach().cpu().numpy()` works for any tensor "
+        "on any real device.",
+        device_problem=False),
+    Family(
+        "no-to", "`.to` on something that is not a tensor or a module",
+        (r"'(?P<type>[\w.]+)' object has no attribute '(?P<attr>to|cuda)'",),
+        (Wording("'dict' object has no attribute 'to'", "every Python and PyTorch version",
+                 "Python's own AttributeError (real run, 2.13)"),
+         Wording("'collections.OrderedDict' object has no attribute 'to'",
+                 "every version: `torch.load(path).to(device)` on a state dict", "Python's own AttributeError"),
+         Wording("'numpy.ndarray' object has no attribute 'to'", "every version", "real run (2.13)")),
+        "Only tensors and modules have `.to` and `.cuda`. A dict or list of tensors (a batch, a state dict) is "
+        "a container: it has no device of its own.",
+        "Move each tensor in it: `batch = {k: v.to(device) for k, v in batch.items()}` (for a list, "
+        "`[t.to(device) for t in batch]`). A state dict needs no moving: `model.load_state_dict(state)` copies "
+        "each tensor onto its parameter's device (or load it with `torch.load(path, map_location=device)`).",
+        check=_not_none),
+    Family(
+        "no-device", "A module (or a container) has no `.device`",
+        (r"'(?P<type>[\w.]+)' object has no attribute 'device'",),
+        (Wording("'Linear' object has no attribute 'device'", _ALL,
+                 "nn.Module.__getattr__, torch/nn/modules/module.py 2.7, 2.8, 2.14; real run (2.13)"),),
+        "`.device` belongs to tensors (and so to parameters and buffers). A module has none: its tensors may "
+        "be on several devices, or it may have none at all.",
+        "Ask one of its tensors, `next(model.parameters()).device` (a module without parameters raises "
+        "StopIteration), or better, keep the `device` you moved the model to and use it.",
+        check=_not_none),
+    Family(
+        "module-init", "A module used before `super().__init__()`",
+        (r"cannot assign (?:module|parameters?|buffer) before Module\.__init__\(\) call",),
+        (Wording("cannot assign module before Module.__init__() call", _ALL,
+                 "torch/nn/modules/module.py in 2.7, 2.8, 2.14; real run (2.13)"),
+         Wording("cannot assign parameter before Module.__init__() call", _ALL, "torch/nn/modules/module.py")),
+        "`nn.Module.__init__` creates the registries that hold parameters, buffers and submodules (the ones "
+        "`Module.to` moves). A subclass whose `__init__` does not call it first cannot hold a layer.",
+        "Make `super().__init__()` the first line of your model's `__init__`.",
+        device_problem=False),
+    Family(
         "device-assert", "Device-side assert triggered",
         (r"device-side assert triggered",),
-        (("CUDA error: device-side assert triggered", "CUDA runtime (libcudart.so.12) and libc10_cuda.so"),
-         ("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some "
-          "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
-          "CUDA_LAUNCH_BLOCKING=1", "c10/cuda/CUDAException.cpp (libc10_cuda.so, PyTorch 2.7)")),
+        (Wording("CUDA error: device-side assert triggered", "CUDA; every version",
+                 "CUDA runtime (libcudart.so.12) and libc10_cuda.so"),
+         Wording("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some "
+                 "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+                 "CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+                 "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
+                 "c10/cuda/CUDAException.cpp: lines verbatim in libc10_cuda.so 2.7 and 2.8; AcceleratorError in "
+                 "libtorch_python.so 2.8 and 2.14, not 2.7")),
         "A check inside a GPU kernel failed, most often an index out of range: a class label >= the number "
-        "of classes (or negative) in a loss, or a token id >= the embedding size. GPU errors are reported "
-        "late, so the line in the traceback may not be the one at fault, and the CUDA context is now broken.",
-        "Restart the kernel (the GPU cannot recover in this process). Then check your labels and indices, "
-        "e.g. `assert 0 <= y.min() and y.max() < num_classes`, or run the same step on the CPU, which names "
-        "the bad index. `CUDA_LAUNCH_BLOCKING=1` makes the traceback point at the right line."),
+        "of classes (or negative, other than the loss's `ignore_index`) given to a loss, or a token id >= the "
+        "embedding size. GPU errors are reported late, so the line in the traceback may not be the one at "
+        "fault, and the CUDA context is now broken.",
+        "Restart the kernel (the GPU cannot recover in this process). Then find the bad value: run the same "
+        "step on the CPU, which names it (`Target 5 is out of bounds.`), or check that "
+        "`y[(y != -100) & ((y < 0) | (y >= num_classes))]` is empty (-100 is the default `ignore_index` of "
+        "`CrossEntropyLoss` and `NLLLoss`: the kernels skip it, so it is allowed). `CUDA_LAUNCH_BLOCKING=1` "
+        "makes the traceback point at the right line."),
+    Family(
+        "label-range", "A label or index out of range (the CPU's version of a device-side assert)",
+        (r"Target -?\d+ is out of bounds", r"index out of range in self"),
+        (Wording("Target 5 is out of bounds.", _ALL,
+                 "aten/src/ATen/native/LossNLL.cpp: \" is out of bounds.\" in libtorch_cpu.so 2.7, 2.8, 2.14; real "
+                 "run (2.13)"),
+         Wording("index out of range in self", _ALL,
+                 "an nn.Embedding given an id >= its size: verbatim in libtorch_cpu.so 2.7, 2.8, 2.14; real run (2.13)")),
+        "A value used as an index is outside its range: a class label outside `0 .. num_classes - 1` given to "
+        "a loss (the loss's `ignore_index`, -100 by default, is skipped and allowed), or a token id at least "
+        "as large as an `nn.Embedding`. The CPU names the bad value; on a GPU the same mistake is a "
+        "device-side assert.",
+        "Find the bad values and fix the data (or the number of classes, or `num_embeddings`): "
+        "`y[(y != -100) & ((y < 0) | (y >= num_classes))]` for labels, `ids[ids >= emb.num_embeddings]` for "
+        "an embedding.",
+        device_problem=False),
     Family(
         "module-prefix", "`module.` prefix in a state_dict",
-        (r'Unexpected key\(s\) in state_dict: "module\.', r'Missing key\(s\) in state_dict: "module\.'),
-        (('Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: "weight", "bias". \n\t'
-          'Unexpected key(s) in state_dict: "module.weight", "module.bias". ', "real run: PyTorch 2.7 and 2.13"),
-         ('Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: "module.weight", '
-          '"module.bias". \n\tUnexpected key(s) in state_dict: "weight", "bias". ',
-          "real run: nn.DataParallel on a CPU, PyTorch 2.7 and 2.13")),
+        (r'Unexpected key\(s\) in state_dict: "module\.', r'Missing key\(s\) in state_dict: "module\.',
+         r"""unexpected key "module\.[\w.]*" in state_dict"""),
+        (Wording('Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: "weight", "bias". \n\t'
+                 'Unexpected key(s) in state_dict: "module.weight", "module.bias". ', _ALL,
+                 "real run (2.7, 2.13); torch/nn/modules/module.py in 2.7, 2.8, 2.14"),
+         Wording('Error(s) in loading state_dict for DataParallel:\n\tMissing key(s) in state_dict: "module.weight", '
+                 '"module.bias". \n\tUnexpected key(s) in state_dict: "weight", "bias". ', _ALL,
+                 "real run: nn.DataParallel on a CPU (2.7, 2.13)"),
+         Wording("""unexpected key "module.conv1.weight" in state_dict""",
+                 "0.x (a KeyError, before the Error(s) wording; learner reports)", "learner reports")),
         "`nn.DataParallel` and `DistributedDataParallel` keep your model as `.module`, so a checkpoint saved "
         "from the wrapper has every key starting with `module.`, and a plain model does not know those names "
         "(or the other way round).",
@@ -216,62 +447,77 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "fork", "CUDA in a forked subprocess",
         (r"Cannot re-initialize CUDA in forked subprocess",),
-        (("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the "
-          "'spawn' start method", "torch/cuda/__init__.py"),),
-        "CUDA was started in the main process, then a worker was made with `fork` (the Linux default, used "
-        "by `DataLoader(num_workers>0)`); a forked child cannot use its parent's CUDA context. Usually a "
-        "`Dataset` moves samples to the GPU in `__getitem__`.",
+        (Wording("Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the "
+                 "'spawn' start method", "CUDA; " + _ALL, _TORCH_CUDA + " in 2.7, 2.8, 2.14"),),
+        "CUDA was started in the main process, then a worker was made with `fork` (the default start method "
+        "on Linux up to Python 3.13; Python 3.14 uses `forkserver` there), as `DataLoader(num_workers>0)` does; "
+        "a forked child cannot use its parent's CUDA context. Usually a `Dataset` moves samples to the GPU in "
+        "`__getitem__`.",
         "Keep `Dataset` and `collate_fn` on the CPU and move each batch to the GPU in the training loop "
         "(`x = x.to(device, non_blocking=True)` with `pin_memory=True`). If the workers truly need CUDA, "
         "use `DataLoader(..., multiprocessing_context=\"spawn\")`."),
     Family(
         "kernel-image", "No kernel image for this GPU",
         (r"no kernel image is available for execution on the device",),
-        (("CUDA error: no kernel image is available for execution on the device", "CUDA runtime (libcudart.so.12)"),
-         ("CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be "
-          "asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
-          "c10/cuda/CUDAException.cpp (libc10_cuda.so, PyTorch 2.7)")),
+        (Wording("CUDA error: no kernel image is available for execution on the device", "CUDA; every version",
+                 "CUDA runtime (libcudart.so.12)"),
+         Wording("CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be "
+                 "asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+                 "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
+                 "c10/cuda/CUDAException.cpp (libc10_cuda.so 2.7)")),
         "Your PyTorch build has no compiled code for this GPU's architecture: the GPU is too old or too new "
         "for that build.",
         "Compare `torch.cuda.get_device_capability()` with `torch.cuda.get_arch_list()`, then install a "
         "PyTorch build for your GPU and CUDA version (pytorch.org lists the commands)."),
     Family(
         "mps-op", "An operator MPS does not implement",
-        (r"The operator '(?P<op>[\w:.]+)' is not currently implemented for the MPS device",),
-        (("The operator 'aten::_linalg_solve_ex.result' is not currently implemented for the MPS device. If you "
-          "want this op to be considered for addition please comment on https://github.com/pytorch/pytorch/issues/"
-          "141287 and mention use-case, that resulted in missing op as well as commit hash "
-          "<the build's commit hash>. As a temporary fix, you can set the environment variable "
-          "`PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will be slower "
-          "than running natively on MPS.",
-          "aten/src/ATen/mps/MPSFallback.mm (current wording; the message names the build's commit hash)"),
-         ("The operator 'aten::nonzero' is not currently implemented for the MPS device. If you want this op to be "
-          "added in priority during the prototype phase of this feature, please comment on "
-          "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment "
-          "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will "
-          "be slower than running natively on MPS.", "MPSFallback.mm in PyTorch 1.13 to 2.5, as learners quote it")),
+        (r"The operator '(?P<op>[\w:.]+)' is not current(?:ly)? implemented for the MPS device",),
+        (Wording("The operator 'aten::_linalg_solve_ex.result' is not currently implemented for the MPS device. If you "
+                 "want this op to be considered for addition please comment on https://github.com/pytorch/pytorch/"
+                 "issues/141287 and mention use-case, that resulted in missing op as well as commit hash "
+                 "<the build's commit hash>. As a temporary fix, you can set the environment variable "
+                 "`PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will be "
+                 "slower than running natively on MPS.", _MAC + " (the current wording; it names the build's commit)",
+                 "mps_error_fallback, aten/src/ATen/mps/MPSFallback.mm"),
+         Wording("The operator 'aten::nonzero' is not currently implemented for the MPS device. If you want this op to "
+                 "be added in priority during the prototype phase of this feature, please comment on "
+                 "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment "
+                 "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this "
+                 "will be slower than running natively on MPS.", "Mac builds of 1.13 to about 2.5 (learner reports)",
+                 "MPSFallback.mm before the issue link changed"),
+         Wording("The operator 'aten::index.Tensor' is not current implemented for the MPS device. If you want this op "
+                 "to be added in priority during the prototype phase of this feature, please comment on "
+                 "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment "
+                 "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this "
+                 "will be slower than running natively on MPS.",
+                 "Mac builds of 1.12 (\"current\" for \"currently\" is PyTorch's; learner reports)",
+                 "learner reports of 1.12, the first release with MPS")),
         "Apple's MPS backend does not have every PyTorch operator yet, and this one is missing.",
         "Set `PYTORCH_ENABLE_MPS_FALLBACK=1` before Python starts (or before `import torch`): that operator "
         "then runs on the CPU, slower, and the rest stays on MPS. Or run the whole step on the CPU. A newer "
         "PyTorch may have it."),
     Family(
         "index-device", "Index tensor on another device",
-        (r"indices should be either on (?P<c>\w+) or on the same device as the indexed tensor(?: \((?P<b>" + _DEV + r")\))?",),
-        (("indices should be either on cpu or on the same device as the indexed tensor (cuda:1)",
-          "aten/src/ATen/native/TensorAdvancedIndexing.cpp (libtorch_cpu.so, PyTorch 2.7)"),),
-        "You indexed a tensor with an index tensor on a different device. PyTorch moves a CPU index to the "
-        "indexed tensor's device, but not an index that is on another accelerator, nor a GPU index into a "
-        "CPU tensor.",
+        (r"indices should be either on (?P<c>\w+) or on the same device as the indexed tensor(?: \((?P<b>" + _DEV
+         + r")\))?",),
+        (Wording("indices should be either on cpu or on the same device as the indexed tensor (cuda:1)",
+                 "CUDA: an index on one GPU for a tensor on another; " + _ALL,
+                 "aten/src/ATen/native/TensorAdvancedIndexing.cpp: prefix in libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("indices should be either on cpu or on the same device as the indexed tensor (cpu)",
+                 "CUDA: a GPU index for a CPU tensor; " + _ALL, "the same check (meta lets it pass)")),
+        "You indexed a tensor (`x[idx]`) with an index tensor on a different device. Advanced indexing moves a "
+        "CPU index to the indexed tensor's device, but not an index on another accelerator, nor a GPU index "
+        "into a CPU tensor.",
         "Make the index where the data is: `x[idx.to(x.device)]`, or create it there with "
         "`torch.arange(n, device=x.device)`."),
     Family(
         "mps-float64", "float64 on MPS",
-        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64",
-         r"Trying to convert (?:Double|ComplexDouble) to the MPS backend"),
-        (("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please use "
-          "float32 instead.", "MPS backend (a TypeError); not in a Linux build, as many learner reports quote it"),
-         ("Trying to convert Double to the MPS backend but it does not have support for that dtype.",
-          "getMPSDataType, aten/src/ATen/native/mps/OperationUtils.mm (a TypeError: a float64 tensor made on MPS)")),
+        (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64"),
+        (Wording("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please use "
+                 "float32 instead.", _MAC + " (a TypeError, for `.to(\"mps\")` of a float64 tensor and for a float64 "
+                 "tensor made on MPS alike)",
+                 "empty_mps and empty_strided_mps, aten/src/ATen/mps/EmptyTensor.cpp: every MPS tensor is allocated "
+                 "there, before any other dtype check"),),
         "Apple's GPU has no float64. NumPy arrays are float64 by default, so `torch.from_numpy(a).to(\"mps\")` "
         "is the usual way in.",
         "Convert and move in one call: `t.to(device, torch.float32)`, or make the array float32 first "
@@ -281,10 +527,10 @@ FAMILIES: tuple[Family, ...] = (
         (r"'lengths' argument should be a 1D CPU int64 tensor, but got (?P<shape>\w+) (?P<a>" + _DEV
          + r") (?P<dtype>\w+) tensor",
          r"'lengths' argument should be a 1D CPU int64 tensor"),
-        (("'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor",
-          "aten/src/ATen/native/PackedSequence.cpp (libtorch_cpu.so, PyTorch 2.7)"),
-         ("'lengths' argument should be a 1D CPU int64 tensor, but got 1D meta Long tensor",
-          "real run: PyTorch 2.7 and 2.13")),
+        (Wording("'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor", "CUDA; " + _ALL,
+                 "aten/src/ATen/native/PackedSequence.cpp: prefix in libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("'lengths' argument should be a 1D CPU int64 tensor, but got 1D meta Long tensor", _ALL,
+                 "real run (2.7, 2.13)")),
         "`pack_padded_sequence` reads the lengths on the CPU to plan the packing, so `lengths` must be a CPU "
         "int64 tensor (or a list), even when the sequences are on the GPU. Moving every tensor of a batch to "
         "the GPU moves the lengths too.",
@@ -292,13 +538,17 @@ FAMILIES: tuple[Family, ...] = (
         "enforce_sorted=False)`. Only the padded sequences go to the GPU."),
     Family(
         "no-cuda", "No CUDA in this PyTorch or on this machine",
-        (r"Torch not compiled with CUDA enabled", r"Found no NVIDIA driver on your system", r"No CUDA GPUs are available",
+        (r"Torch not compiled with CUDA enabled", r"Found no NVIDIA driver", r"No CUDA GPUs are available",
          r"Cannot access accelerator device when none is available"),
-        (("Torch not compiled with CUDA enabled", "real run: PyTorch 2.13 CPU build (an AssertionError)"),
-         ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
-          "from http://www.nvidia.com/Download/index.aspx", "real run: PyTorch 2.7 CUDA build without a GPU"),
-         ("Cannot access accelerator device when none is available.",
-          "real run: `pin_memory()`, PyTorch 2.13 CPU build")),
+        (Wording("Torch not compiled with CUDA enabled", "builds without CUDA (an AssertionError); " + _ALL,
+                 _TORCH_CUDA + " in 2.7, 2.8, 2.14; real run (2.13 CPU build)"),
+         Wording("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+                 "from http://www.nvidia.com/Download/index.aspx", "CUDA builds on a machine without a driver",
+                 "real run (2.7 CUDA build without a GPU); in libc10_cuda.so 2.7, 2.8, 2.14"),
+         Wording("No CUDA GPUs are available", "CUDA builds with a driver but no usable GPU "
+                 "(e.g. CUDA_VISIBLE_DEVICES names none)", "in libc10_cuda.so 2.7, 2.8, 2.14"),
+         Wording("Cannot access accelerator device when none is available.",
+                 "CPU-only builds: `pin_memory()`; " + _ALL, "real run (2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14")),
         "The code asks for CUDA (`.cuda()`, `device=\"cuda\"`, `pin_memory()`), but this PyTorch was built "
         "without CUDA, or this machine has no NVIDIA GPU or driver: `torch.cuda.is_available()` is False.",
         "Write device-agnostic code: `device = torch.accelerator.current_accelerator() if "
@@ -308,10 +558,11 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),
-        (("CUDA error: invalid device ordinal", "CUDA runtime (libcudart.so.12) and libc10_cuda.so"),
-         ("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other "
-          "API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
-          "CUDA_LAUNCH_BLOCKING=1", "c10/cuda/CUDAException.cpp (lines verbatim in libc10_cuda.so, PyTorch 2.7)")),
+        (Wording("CUDA error: invalid device ordinal", "CUDA; every version", "CUDA runtime (libcudart.so.12)"),
+         Wording("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other "
+                 "API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+                 "CUDA_LAUNCH_BLOCKING=1", "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
+                 "c10/cuda/CUDAException.cpp (lines verbatim in libc10_cuda.so 2.7)")),
         "You asked for a GPU index that does not exist here, e.g. `cuda:1` on a one-GPU machine. Indices "
         "count from 0, and `CUDA_VISIBLE_DEVICES` renumbers the GPUs a process can see.",
         "Check `torch.cuda.device_count()` and use an index below it, or plain `\"cuda\"` (the current device). "
@@ -319,21 +570,40 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "map-location", "Loading a GPU checkpoint without a GPU",
         (r"Attempting to deserialize object on (?:a )?(?P<b>[A-Z]+) device",),
-        (("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
-          "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
-          "storages to the CPU.", "real run: PyTorch 2.7 and 2.13"),
-         ("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1. Please use "
-          "torch.load with map_location to map your storages to an existing device.", "torch/serialization.py")),
+        (Wording("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
+                 "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map "
+                 "your storages to the CPU.", _ALL, "real run (2.7, 2.13); torch/serialization.py in 2.7, 2.8, 2.14"),
+         Wording("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1. Please use "
+                 "torch.load with map_location to map your storages to an existing device.", _ALL,
+                 "torch/serialization.py in 2.7, 2.8, 2.14")),
         "`torch.save` records each tensor's device, and `torch.load` puts tensors back there. This checkpoint "
         "was saved on a GPU, and this machine cannot use one.",
         "Say where the tensors should go: `torch.load(path, map_location=\"cpu\")` (or `map_location=device`), "
         "then `model.load_state_dict(state)` and `model.to(device)`."),
     Family(
+        "weights-only", "`torch.load` refuses to unpickle an object",
+        (r"Weights only load failed", r"Unsupported global: GLOBAL [\w.]+ was not an allowed global by default"),
+        (Wording("Weights only load failed. This file can still be loaded, to do so you have two options, do those "
+                 "steps only if you trust the source of the checkpoint.",
+                 "2.6 and newer by default (earlier with weights_only=True); an UnpicklingError",
+                 "torch/serialization.py in 2.7, 2.8, 2.14; real run (2.13); the message goes on with the two options"),
+         Wording("Unsupported global: GLOBAL torch.nn.modules.linear.Linear was not an allowed global by default.",
+                 "2.6 and newer, inside the message above", "torch/_weights_only_unpickler.py in 2.7 and 2.14")),
+        "Since PyTorch 2.6 `torch.load` loads with `weights_only=True`: tensors, dicts, lists and numbers, but "
+        "no other Python objects, because unpickling an object can run arbitrary code. A whole model saved "
+        "with `torch.save(model, path)` is such an object.",
+        "Save and load the state dict instead: `torch.save(model.state_dict(), path)`, then "
+        "`model.load_state_dict(torch.load(path, map_location=device))`. For a file you trust, "
+        "`torch.load(path, weights_only=False)`, or allow its classes with "
+        "`torch.serialization.add_safe_globals([...])`.",
+        device_problem=False),
+    Family(
         "pin", "Pinning a tensor that is not on the CPU",
-        (r"cannot pin '(?P<type>[\w.]+)' only dense CPU tensors can be pinned",),
-        (("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
-          "suffix verbatim in libtorch_cpu.so (PyTorch 2.7); legacy type name as learner reports quote it"),
-         ("cannot pin 'MetaFloatType' only dense CPU tensors can be pinned", "real run: PyTorch 2.7 and 2.13")),
+        (r"cannot pin '(?P<type>[\w.]+)' only dense CPU tensors can be pinned", r"only dense CPU tensors can be pinned"),
+        (Wording("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
+                 "CUDA; " + _ALL + " (the type name as learner reports quote it)",
+                 "suffix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("cannot pin 'MetaFloatType' only dense CPU tensors can be pinned", _ALL, "real run (2.7, 2.13)")),
         "Pinned (page-locked) memory is CPU memory that a GPU can copy from directly. A tensor already on "
         "the GPU (or a sparse one) cannot be pinned; often `pin_memory=True` meets batches a `Dataset` "
         "already moved to the GPU.",
@@ -342,10 +612,11 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "leaf", "A moved tensor is not a leaf",
         (r"you can only change requires_grad flags of leaf variables", r"can't optimize a non-leaf Tensor"),
-        (("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
-          "a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
-          "real run: PyTorch 2.7 and 2.13"),
-         ("can't optimize a non-leaf Tensor", "real run: torch.optim.SGD, PyTorch 2.7 and 2.13")),
+        (Wording("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
+                 "a subgraph that doesn't require differentiation use var_no_grad = var.detach().", _ALL,
+                 "real run (2.7, 2.13); libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("can't optimize a non-leaf Tensor", _ALL,
+                 "real run: torch.optim.SGD (2.7, 2.13); torch/optim/optimizer.py")),
         "`t.to(device)` and `t.cuda()` on a tensor that requires grad return the *result* of a move, with a "
         "`grad_fn`: not a leaf. You cannot switch its `requires_grad`, and an optimizer refuses it.",
         "Create the tensor on the device: `torch.randn(3, device=device, requires_grad=True)`, or move "
@@ -353,28 +624,33 @@ FAMILIES: tuple[Family, ...] = (
         "`model.to(device)` keeps its parameters leaves."),
     Family(
         "generator", "Generator on the wrong device (often a default device and a DataLoader)",
-        (r"Expected a '(?P<b>\w+)' device type for generator but found '(?P<a>\w+)'",),
-        (("Expected a 'cuda' device type for generator but found 'cpu'",
-          "check_generator, aten/src/ATen/core (libtorch_cpu.so, PyTorch 2.7)"),
-         ("Expected a 'mps' device type for generator but found 'cpu'", "the same check, on a Mac")),
-        "A random-number generator on one device type drew numbers for another. Usually "
-        "`torch.set_default_device(\"cuda\")` is at work: a shuffling `DataLoader`'s sampler then draws "
-        "its permutation on the GPU with a CPU generator. Or a `torch.Generator()` made on the CPU is used "
-        "for GPU tensors.",
+        (r"Expected a '(?P<b>\w+)' device type for generator but found '(?P<a>\w+)'",
+         r"(?P<meta>META) device type not an accelerator"),
+        (Wording("Expected a 'cuda' device type for generator but found 'cpu'", "CUDA; " + _ALL,
+                 "check_generator: format in libtorch_cpu.so and libtorch_cuda.so 2.7, 2.8, 2.14"),
+         Wording("Expected a 'cpu' device type for generator but found 'cuda'",
+                 "CUDA: a CUDA generator for a draw on the CPU; " + _ALL, "the same check, the other way round"),
+         Wording("Expected a 'mps' device type for generator but found 'cpu'", _MAC, "the same check"),
+         Wording("META device type not an accelerator.", _ALL,
+                 "real run: torch.Generator(device=\"meta\") (2.13); format in libtorch_cpu.so 2.7, 2.8, 2.14")),
+        "A random-number generator on one device type drew numbers for another. " + _GENERATOR_RULE,
         "Don't set a default device for the whole program: restore it with `torch.set_default_device(None)` "
         "before making and iterating the DataLoader, and move each batch with `.to(device)`. A generator you "
         "pass yourself must be on the device that draws: `torch.Generator(device=device)`."),
     Family(
         "meta-data", "A meta tensor has no data",
         (r"Tensor\.item\(\) cannot be called on meta tensors", r"Cannot copy out of meta tensor; no data!"),
-        (("Tensor.item() cannot be called on meta tensors", "real run: PyTorch 2.7 and 2.13"),
-         ("Cannot copy out of meta tensor; no data!", "real run: `.cpu()` / `.tolist()`, PyTorch 2.7 and 2.13")),
+        (Wording("Tensor.item() cannot be called on meta tensors", _ALL,
+                 "real run (2.7, 2.13); torch/_meta_registrations.py in 2.7, 2.8, 2.14"),
+         Wording("Cannot copy out of meta tensor; no data!", _ALL,
+                 "real run: `.cpu()` / `.tolist()` (2.7, 2.13); libtorch_cpu.so 2.7, 2.8, 2.14")),
         "Tensors on `meta` have a shape, a dtype and a device but no values, so nothing can read them "
         "(`.item()`, `print`, `.cpu()`). If a `DataLoader` raised it, `torch.set_default_device(\"meta\")` "
         "made its sampler draw on `meta`.",
         "Make the tensor on a real device. For a model built on meta, `model.to_empty(device=device)` then "
         "`model.load_state_dict(...)`. Reset a default device with `torch.set_default_device(None)`."),
 )
+
 
 def family(key: str) -> Family:
     """The :class:`Family` with this key (``KeyError`` if there is none)."""
@@ -389,7 +665,7 @@ class Explanation:
     """What :func:`explain_error` found. Display it in a notebook, print it in a terminal.
 
     Attributes:
-        known: True when the message is a device problem the course explains.
+        known: True when the message is one the course explains.
         key: the family's key (``""`` when unknown).
         title: the family's title.
         cause: why it happened, with what your message says.
@@ -399,6 +675,7 @@ class Explanation:
         argument: the argument the message names (``"mat1"``, ``"weight"``, ``"lengths"``...), or ``""``.
         op: the operation the message names (``"wrapper_CUDA_addmm"``...), or ``""``.
         devices: the devices the message names, odd one first when it says which.
+        device_problem: False for the errors the course teaches next to device problems.
     """
 
     known: bool
@@ -411,15 +688,21 @@ class Explanation:
     argument: str = ""
     op: str = ""
     devices: tuple[str, ...] = ()
+    device_problem: bool = True
+
+    @property
+    def heading(self) -> str:
+        """``Device error: <title>`` (or ``Error: <title>`` for a neighbour of the device problems)."""
+        return f"{'Device error' if self.device_problem else 'Error'}: {self.title}"
 
     def text(self) -> str:
         """Plain text for terminals and logs."""
         if not self.known:
-            return ("Not a device error the course knows: " + (f"“{self.message}”. " if self.message else "")
-                    + "This explainer only recognises device problems (tensors on different devices, GPU "
-                    "memory, moving data between devices); dtype and shape errors are not among them, so "
-                    "it has nothing to say rather than a guess.")
-        return "\n".join([f"Device error: {self.title}", f"  You got: {self.message}", f"Cause: {self.cause}",
+            return ("Not an error the course knows: " + (f"“{self.message}”. " if self.message else "")
+                    + "This explainer recognises the device problems the course teaches (tensors on different "
+                    "devices, GPU memory, moving data between devices) and a few errors met beside them; dtype "
+                    "and shape errors are not among them, so it has nothing to say rather than a guess.")
+        return "\n".join([self.heading, f"  You got: {self.message}", f"Cause: {self.cause}",
                           f"Fix: {self.fix}", f"Learn more: {self.lesson}"])
 
     __str__ = text
@@ -434,7 +717,7 @@ class Explanation:
                 ("Fix", _code_html(self.fix)), ("Learn more", _code_html(self.lesson))]
         body = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows)
         return (f"<div class='course-error-help' style='border-left:6px solid #1c7ed6;padding:6px 10px;"
-                f"background:rgba(128,128,128,.08);margin:4px 0'><b>Device error: {_code_html(self.title)}</b>"
+                f"background:rgba(128,128,128,.08);margin:4px 0'><b>{_code_html(self.heading)}</b>"
                 f"{body}</div>")
 
 
@@ -482,15 +765,15 @@ def _text_of(error: Any) -> str:
 
 
 def explain_error(error: Any) -> Explanation:
-    """Explain a device error: its cause, its fix and the lesson that teaches it.
+    """Explain an error the course teaches: its cause, its fix and the lesson that teaches it.
 
     Args:
-        error: an exception, or the text you copied: a bare message or a whole traceback, from any
-            PyTorch version, any device. Bytes and other objects are read as text.
+        error: an exception, or the text you copied: a bare message, a part of one, or a whole
+            traceback, from any PyTorch version, any device. Bytes and other objects are read as text.
 
     Returns:
-        An :class:`Explanation`. ``.known`` is False for anything that is not a device problem the
-        course explains (dtype and shape errors included): it says so instead of guessing. It never raises.
+        An :class:`Explanation`. ``.known`` is False for anything the course does not explain (dtype
+        and shape errors included): it says so instead of guessing. It never raises.
     """
     try:
         text = _text_of(error)
@@ -502,15 +785,16 @@ def explain_error(error: Any) -> Explanation:
 
 
 def _explain(text: str) -> Explanation:
-    best = None  # (start, end, -rank), family, groups, match
+    best = None  # (end, -start, -rank), family, groups, match
     for rank, fam in enumerate(FAMILIES):
         for pattern in fam.compiled:
             for m in pattern.finditer(text):
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 if fam.check is not None and not fam.check(groups):
                     continue
-                # the last match wins (a traceback ends with its error); at one place, the fullest match
-                key = (m.start(), m.end(), -rank)
+                # the match that ends last wins (a traceback ends with its error); of overlapping ones, the
+                # fullest (it starts first), then the family listed first
+                key = (m.end(), -m.start(), -rank)
                 if best is None or key > best[0]:
                     best = (key, fam, groups, m)
     if best is None:
@@ -539,35 +823,48 @@ def _short(line: str, limit: int = 600) -> str:
 
 # --- what the message tells: argument, devices, direction ------------------------------------------
 
-_DATA_ARGS = {"mat1", "input", "batch1", "query", "key", "value", "x"}
-_PARAM_ARGS = {"weight", "mat2", "bias", "batch2", "hx", "cx", "parameter", "hidden"}
-
-
 def _host(device: str) -> bool:
     return device.split(":")[0] == "cpu"
+
+
+def _code(device: str) -> str:
+    """A device as code: ``"cuda:0"``, or the variable ``device`` when the message does not name one."""
+    return f'"{device}"' if device else "device"
 
 
 def _tailor(fam: Family, g: dict, line: str, text: str) -> Explanation:
     arg, op = g.get("arg", ""), g.get("op", "")
     a, b = (g.get("a") or "").lower(), (g.get("b") or "").lower()
     cause, fix = fam.cause, fam.fix
-    devices = tuple(d for d in (a, b) if d)
     if fam.key == "devices":
         if "arg2" in g:   # legacy cudnn wording: two GPU indices
-            devices = (f"cuda:{g['a']}", f"cuda:{g['b']}")
-            a, b = devices
-        if g.get("what"):
-            arg = "input"
-        elif not arg and "found at least two devices" in line:
-            devices = (b, a)  # no argument named: keep the message's order
-        odd_known = bool(arg) or "found at least two devices" not in line
-        said, fix = _devices_detail(arg, op, a, b, fam.fix, odd_known)
-        cause = f"{said} {fam.cause.split('. ', 1)[1]}" if said else fam.cause
+            a, b = f"cuda:{g['a']}", f"cuda:{g['b']}"
+        if g.get("what") == "hidden":
+            arg = "hx"
+            said = f"The hidden state you pass (`h0`, or `(h0, c0)` for an LSTM) is on {b}, the input on {a}."
+            fix = ("Put the input, the hidden state and the model on one device: move the input to the model's "
+                   "device first (`x = x.to(device)`), then create the state there (`h0 = torch.zeros(..., "
+                   "device=x.device)`), or pass no state: the RNN then starts from zeros on the input's device.")
+        else:
+            arg = "input" if g.get("what") else arg
+            ordered = not arg and "found at least two devices" in " ".join(line.split())   # not which is odd
+            said, fix = _devices_detail(arg, op, a, b, fam.fix, ordered)
+            if ordered:
+                a, b = b, a   # keep the message's order
+        cause = f"{said} {_RULE}" if said else fam.cause
+    elif fam.key == "data-parallel" and b:
+        fix = fam.fix.replace('"cuda:0"', f'"{b}"')
     elif fam.key == "numpy" and a == "meta":
         fix = ("A meta tensor has no values, so there is nothing to convert, even after `.cpu()`: make the tensor "
                "on a real device (`device=\"cpu\"`), then `t.detach().numpy()`.")
     elif fam.key == "numpy" and a:
         cause = f"Your tensor is on {a}. {fam.cause}"
+    elif fam.key == "no-to":
+        cause, fix = _not_a_tensor(g.get("type", ""), g.get("attr", "to"), fam)
+    elif fam.key == "no-device" and g.get("type", "") in _CONTAINERS + ("numpy.ndarray",):
+        cause = f"A `{g['type']}` has no `.device`: only tensors (and parameters and buffers) have one."
+        fix = ("Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
+               "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
     elif fam.key == "lengths" and a:
         cause = f"Your `lengths` are on {a}. {fam.cause}"
     elif fam.key == "map-location" and "device_count()" in line:
@@ -578,24 +875,22 @@ def _tailor(fam: Family, g: dict, line: str, text: str) -> Explanation:
         cause = (f"`{op}` is not implemented for MPS in your PyTorch. Apple's MPS backend does not have every "
                  "operator yet.")
     elif fam.key == "module-prefix":
-        if 'Unexpected key(s) in state_dict: "module.' not in text:  # the model is wrapped, the checkpoint not
+        if not re.search(r'Unexpected key\(s\) in state_dict: "module\.|unexpected key "module\.', text):
             fix = ("Your model is wrapped (`DataParallel` / DDP) and the checkpoint is not: load it into the "
                    "inner model, `model.module.load_state_dict(state)`.")
         else:
             fix = ("The checkpoint was saved from a `DataParallel` / DDP wrapper: strip the prefix, "
                    "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")`, then "
                    "`model.load_state_dict(state)`. Next time save `model.module.state_dict()`.")
-    elif fam.key == "generator" and a and b:
-        cause = f"A generator on {a} drew numbers for {b}. " + fam.cause.split(". ", 1)[1]
-        if _from_dataloader(text):
-            cause = (f"A shuffling `DataLoader` drew its permutation on {b} with its generator on {a}: "
-                     f"`torch.set_default_device(\"{b}\")` (or a `with torch.device(...)` block) is in effect.")
+    elif fam.key == "generator":
+        cause, fix = _generator_detail(a, b, bool(g.get("meta")), _from_dataloader(text), fam)
     elif fam.key == "meta-data" and _from_dataloader(text):
         cause = ("A shuffling `DataLoader` drew its random seed on `meta`, where tensors have no values: "
                  "`torch.set_default_device(\"meta\")` (or a `with torch.device(\"meta\")` block) is in effect.")
         fix = ("Reset the default device before making and iterating the DataLoader: "
                "`torch.set_default_device(None)`, and create tensors on a device with `device=` instead.")
-    return Explanation(True, fam.key, fam.title, cause, fix, fam.lesson, line, arg, op, devices)
+    devices = tuple(d for d in (a, b) if d)
+    return Explanation(True, fam.key, fam.title, cause, fix, fam.lesson, line, arg, op, devices, fam.device_problem)
 
 
 def _from_dataloader(text: str) -> bool:
@@ -603,38 +898,159 @@ def _from_dataloader(text: str) -> bool:
     return "sampler" in low or "dataloader" in low or "utils/data" in low or "utils\\data" in low
 
 
-def _devices_detail(arg: str, op: str, a: str, b: str, fix: str, odd_known: bool) -> tuple[str, str]:
-    """(what the message says, the fix for that direction) for a device mismatch."""
+def _generator_detail(a: str, b: str, meta: bool, loader: bool, fam: Family) -> tuple[str, str]:
+    """(cause, fix) for a generator message: ``a`` is the generator's device type, ``b`` the one that draws."""
+    if meta:
+        return ("`meta` is not an accelerator and has no random-number generator: `torch.Generator(device=\"meta\")` "
+                "is refused (tensors on `meta` hold no values, so nothing is drawn there).",
+                "Make the generator for the device that draws, `torch.Generator()` for the CPU or "
+                "`torch.Generator(device=device)` for your accelerator.")
+    if b == "cpu" and a:
+        cause = (f"A generator made on {a} drew numbers on the CPU. Usually a `DataLoader` got "
+                 f"`generator=torch.Generator(device=\"{a}\")`: its sampler draws the shuffle order on the CPU. Or "
+                 "`torch.randn(..., generator=g)` was called without `device=`.")
+        fix = ("Give a DataLoader a CPU generator, `torch.Generator()`, and move each batch with `.to(device)`. "
+               "For a draw with your own generator, draw where it lives: `torch.randn(n, generator=g, "
+               "device=g.device)`.")
+        return cause, fix
+    if loader and a and b:
+        return (f"A shuffling `DataLoader` drew its permutation on {b} with its generator on {a}: "
+                f"`torch.set_default_device(\"{b}\")` (or a `with torch.device(...)` block) is in effect.", fam.fix)
+    if a and b:
+        return f"A generator on {a} drew numbers for {b}. {_GENERATOR_RULE}", fam.fix
+    return fam.cause, fam.fix
+
+
+_CONTAINERS = ("dict", "collections.OrderedDict", "OrderedDict", "collections.defaultdict", "defaultdict",
+               "list", "tuple")
+
+
+def _not_a_tensor(kind: str, attr: str, fam: Family) -> tuple[str, str]:
+    """(cause, fix) for ``'<kind>' object has no attribute 'to'`` (or ``'cuda'``)."""
+    if kind in _CONTAINERS:
+        return fam.cause, fam.fix
+    if kind == "numpy.ndarray":
+        return ("A NumPy array lives on the CPU and knows nothing of devices: it has no `.to` or `.cuda`.",
+                "Make it a tensor, then move it: `torch.from_numpy(a).to(device)` (float64 arrays: "
+                "`torch.from_numpy(a).to(device, torch.float32)`).")
+    return (f"Only tensors and modules have `.{attr}`, and this object is a `{kind}`.",
+            "Turn it into a tensor first (`torch.as_tensor(value)`, or your dataset's transform), then "
+            "`.to(device)`.")
+
+
+# What an argument named in a device-mismatch message is: the same name means different things in
+# different operations (a loss's `weight` is not a layer's weight; `mat2` is a layer's weight inside
+# `nn.Linear`; `self` of `addmm` is its bias). Read it by its role in that operation.
+_LOSS_OP = re.compile(r"loss|cross_entropy")
+_INDEXING_OPS = ("index_select", "embedding", "gather", "take", "index")
+_BIAS_FIRST_OPS = ("addmm", "addmv", "baddbmm", "addbmm")
+_INPUT_ARGS = ("mat1", "input", "x", "batch1", "query", "key", "value")
+
+
+def _op_base(op: str) -> str:
+    """``wrapper_CUDA__nll_loss2d_forward`` -> ``nll_loss2d``; ``_th_addmm`` -> ``addmm``."""
+    base = re.sub(r"^(?:wrapper_|_th_|_thnn_)", "", op)
+    base = re.sub(r"^(?:(?:CPU|CUDA|MPS|XPU|HIP|Meta|Sparse\w*|Quantized\w*|Composite\w*)_)+", "", base).strip("_")
+    return re.sub(r"_(?:forward|out|functional)$", "", base)
+
+
+def _role(arg: str, op: str) -> str:
+    """The part ``arg`` plays in ``op``: input, layer, loss weight, labels, index... (``""`` when unknown)."""
+    base = _op_base(op)
+    if arg in ("weight", "pos_weight") and _LOSS_OP.search(base):
+        return "loss weight"
+    if arg in ("target", "labels"):
+        return "labels"
+    if arg in ("index", "indices"):
+        return "index"
+    if arg == "self" and base in _INDEXING_OPS:
+        return "indexed"
+    if arg == "self" and base in _BIAS_FIRST_OPS:
+        return "bias"
+    if arg in ("mat2", "batch2"):
+        return "second"
+    if arg in ("weight", "bias"):
+        return "layer"
+    if arg in _INPUT_ARGS:
+        return "input"
+    return ""
+
+
+#: role -> (what the message says; the fix; the fix when the others are on the CPU and the odd one on an
+#: accelerator). Filled in with the argument, the operation and the devices.
+_ROLE_TEXT = {
+    "loss weight": (
+        "The loss's class weights (`{arg}` of `{base}`) are on {a}, the model's output and the labels on {B}.",
+        "Move the loss, not the model: `loss_fn.to({b_code})` (a loss's `weight` is a buffer, so `Module.to` moves "
+        "it), or create the weights there: `nn.CrossEntropyLoss(weight=w.to({b_code}))`.",
+        "The loss was moved to {a} but the model's output and labels are on the CPU: move the model and the data to "
+        "{a} as well (`model.to(\"{a}\")`, `x = x.to(\"{a}\")`, `y = y.to(\"{a}\")`), or keep everything on the CPU "
+        "with `loss_fn.to(\"cpu\")`."),
+    "labels": (
+        "Your labels (`{arg}`) are on {a}, the model's output{where} on {B}.",
+        "Move the labels to where the output is: `y = y.to({b_code})` (keep the result).",
+        "The model's output is on the CPU: the model (or its input) was never moved to {a}. `model.to(\"{a}\")` and "
+        "`x = x.to(\"{a}\")`; to stay on the CPU instead, `y = y.cpu()`."),
+    "index": (
+        "The index tensor (`{arg}`) is on {a}, the tensor it indexes on {B}{where}.",
+        "Make the index where the data is: `idx = idx.to({b_code})`, or create it with `device=`.",
+        "The tensor it indexes is on the CPU (for an `nn.Embedding`, the model was never moved): "
+        "`model.to(\"{a}\")`, or index on the CPU with `idx = idx.cpu()`."),
+}
+_INDEX_EDGE = " `x[idx]` moves a CPU index for you; `index_select`, `nn.Embedding`, `gather` and `scatter` do not."
+
+
+def _devices_detail(arg: str, op: str, a: str, b: str, fix: str, ordered: bool) -> tuple[str, str]:
+    """(what the message says, the fix for that direction) for a device mismatch.
+
+    ``a`` is the device of the tensor the message singles out (``arg``), ``b`` the device of the others;
+    either may be ``""`` when the message does not name it.
+    """
     where = f" in `{op}`" if op else ""
-    if not (a and b):
+    base = _op_base(op)
+    B = b or "a GPU"
+    role = _role(arg, op)
+    if ordered:
+        said = f"Your message names two devices, {b} and {a}, but not which tensor is where." if a and b else ""
+        return said, fix
+    if not arg:
+        if a and b:   # the odd one is known, which of them is the model is not
+            return (f"A tensor on {a} met tensors on {b} in one operation, which expected {b}.",
+                    "Put the model and its inputs on one device: `model.to(device)` (in place) and "
+                    "`x = x.to(device)` (keep the result). `cu.explain_devices(model, {\"x\": x})` shows which "
+                    f"tensor is on {a} and which on {b}.")
         if b:
             return (f"A tensor that should be on {b} is not (usually the input is still on the CPU).",
                     f"Move the input to {b} with the model: `x = x.to(\"{b}\")`; if the model is the one on the "
                     "CPU, `model.to(device)`. " + fix.split(". ", 1)[1])
         return "", fix
-    if arg in _DATA_ARGS:
-        data, model = a, b
-    elif arg in _PARAM_ARGS:
-        data, model = b, a
-    elif arg in ("target", "labels"):
-        return (f"Your labels (`{arg}`) are on {a}, the model's output on {b}{where}.",
-                f"Move the labels to where the output is: `y = y.to(\"{b}\")` (keep the result). " + fix)
-    elif arg in ("index", "indices"):
-        return (f"The index tensor (`{arg}`) is on {a}, the tensor it indexes on {b}{where}.",
-                f"Make the index where the data is: `idx = idx.to(\"{b}\")`, or create it with `device=`.")
-    elif arg:
-        return (f"Argument `{arg}` is on {a}, the other tensors on {b}{where}.",
-                f"Move what `{arg}` is to {b}, or the rest to {a}: every tensor of one call on one device. " + fix)
-    elif odd_known:   # which of the two is the model, the message does not say
-        return (f"A tensor on {a} met tensors on {b} in one operation, which expected {b}.",
-                "Put the model and its inputs on one device: `model.to(device)` (in place) and "
-                "`x = x.to(device)` (keep the result). `cu.explain_devices(model, {\"x\": x})` shows which "
-                f"tensor is on {a} and which on {b}.")
-    else:
-        return (f"Your message names two devices, {b} and {a}, but not which tensor is where.", fix)
-    said = f"Your model is on {model}, your input{f' (`{arg}`)' if arg else ''} on {data}{where}."
-    if not _host(model) and model != data:
-        return said, (f"Move the input to the model's device: `x = x.to(\"{model}\")` (`Tensor.to` returns a new "
-                      "tensor: keep the result), and every other input too.")
-    return said, (f"Move the model to where the data is, `model.to(\"{data}\")` (in place), or the data to the "
-                  f"CPU; usually you want both on the accelerator.")
+    if role in _ROLE_TEXT:
+        fields = dict(arg=arg, base=base, where=where, a=a, B=B, b_code=_code(b))
+        said, forward, reverse = (t.format(**fields) for t in _ROLE_TEXT[role])
+        if b and _host(b) and not _host(a):   # the odd tensor is the one on the accelerator
+            return said, reverse
+        return said, forward + (_INDEX_EDGE if role == "index" and _host(a) else "")
+    if role == "input":
+        said = f"Your input (`{arg}`) is on {a}, the model's tensors{where} on {B}."
+        return said, _move_fix(model=b, data=a, role=role)
+    if role in ("layer", "bias", "second", "indexed"):
+        what = {"layer": f"The layer's `{arg}` (a parameter: part of your model){where} is on {a}, the input on {B}.",
+                "bias": f"`self` of `{base}` (in `nn.Linear`, the layer's bias) is on {a}, the input on {B}.",
+                "second": f"`{arg}` is the second matrix of `{base}`: in `nn.Linear` the layer's weight, in your own "
+                          f"`a @ b` the `b`. It is on {a}, the first one (the input) on {B}.",
+                "indexed": f"`self` of `{base}` is the tensor being indexed (in `nn.Embedding`, the layer's weight): "
+                           f"it is on {a}, the index on {B}."}[role]
+        return what, _move_fix(model=a, data=b, role=role)
+    return (f"Argument `{arg}` is on {a}, the other tensors{where} on {B}.",
+            f"Move what `{arg}` is to {B}, or the rest to {a}: every tensor of one call on one device. " + fix)
+
+
+def _move_fix(model: str, data: str, role: str) -> str:
+    """The fix when the model's tensors are on ``model`` and the data on ``data`` (``""``: a GPU, not named)."""
+    if model and _host(model) and data != model:
+        own = {"second": "; for your own `a @ b`, `b = b.to(...)`",
+               "indexed": "; for your own tensor, `x = x.to(...)`"}.get(role, "")
+        return (f"Move the model to where the data is: `model.to({_code(data)})` (in place{own}). Keeping "
+                "everything on the CPU works too, only slower; moving the data to the CPU is rarely what you want.")
+    return (f"Move the input to the model's device: `x = x.to({_code(model)})` (`Tensor.to` returns a new tensor: "
+            "keep the result), and every other input too.")

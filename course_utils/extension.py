@@ -13,6 +13,8 @@ other error is left alone. It needs IPython only: no widgets.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
 from .errors import Explanation, explain_error
@@ -20,17 +22,24 @@ from .errors import Explanation, explain_error
 __all__ = ["load", "unload", "enable", "ErrorHelp"]
 
 _MAX_NAMES = 12   # variables listed per device
+_IPYTHON_HISTORY = ("In", "Out")   # IPython's own records of past cells, not the learner's variables
 
 
 class ErrorHelp:
     """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names."""
 
     def __init__(self, explanation: Explanation, where: dict[str, list[str]], device_map: Any = None):
+        """Args:
+            explanation: what :func:`~course_utils.errors.explain_error` said about the cell's error.
+            where: device -> names of the notebook's variables on it (see :func:`variables_on`).
+            device_map: those variables on a device map, shown in the HTML view only.
+        """
         self.explanation = explanation
         self.where = where
         self.device_map = device_map   # those variables on a device map (HTML only)
 
     def text(self) -> str:
+        """Plain text: the explanation, then the variables on each device it names."""
         lines = [self.explanation.text()]
         if self.where:
             lines.append("Your variables on these devices:")
@@ -53,10 +62,18 @@ class ErrorHelp:
 
 
 def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[str]]:
-    """For each device, the names of tensors, modules and optimizers in ``namespace`` that live on it.
+    """For each device, the names of tensors, modules, optimizers and batches in ``namespace`` that live on it.
 
-    ``"cuda"`` (no index) matches any CUDA device; a module or optimizer counts on every device its
-    tensors use. Names starting with ``_`` are skipped.
+    ``"cuda"`` (no index) matches any CUDA device; a module, an optimizer or a batch (a dict, list or
+    other mapping of tensors, such as a ``BatchEncoding``) counts on every device its tensors use.
+    Names starting with ``_`` are skipped.
+
+    Args:
+        namespace: the variables to look at, e.g. a notebook's ``user_ns``.
+        devices: the devices an error message names.
+
+    Returns:
+        Device -> names, in the order of ``namespace``, at most a dozen per device.
     """
     try:
         import torch
@@ -65,7 +82,7 @@ def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[st
     wanted = list(dict.fromkeys(d for d in devices if d))
     found: dict[str, list[str]] = {d: [] for d in wanted}
     for name, value in list(namespace.items()):
-        if name.startswith("_") or not wanted:
+        if name.startswith("_") or name in _IPYTHON_HISTORY or not wanted:
             continue
         try:
             here = _devices_of(value, torch)
@@ -78,6 +95,8 @@ def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[st
 
 
 def _devices_of(value: Any, torch: Any) -> set[str]:
+    """The devices of a tensor, a module, an optimizer, or the tensors directly inside a dict, a list, a
+    tuple or any other mapping (a batch, a Hugging Face ``BatchEncoding``)."""
     if isinstance(value, torch.Tensor):
         return {str(value.device)}
     if isinstance(value, torch.nn.Module):
@@ -85,6 +104,9 @@ def _devices_of(value: Any, torch: Any) -> set[str]:
         return {str(t.device) for t in tensors}
     if isinstance(value, torch.optim.Optimizer):
         return {str(p.device) for g in value.param_groups for p in g.get("params", [])[:500]}
+    if isinstance(value, (Mapping, list, tuple)):
+        items = list(islice(value.values() if isinstance(value, Mapping) else value, 500))
+        return {str(t.device) for t in items if isinstance(t, torch.Tensor)}
     return set()
 
 

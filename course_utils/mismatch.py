@@ -17,8 +17,10 @@ CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
 from __future__ import annotations
 
 import html
+import inspect
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -207,20 +209,25 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
 
     Args:
         model: an ``nn.Module`` (or ``None`` to look at inputs only).
-        inputs: what you pass to the model: a tensor, a dict of name -> tensor, or a list/tuple
-            (nested containers are followed a few levels; non-tensors are listed and skipped).
+        inputs: what you pass to the model: a tensor, a dict of name -> tensor (or any mapping, such
+            as a Hugging Face ``BatchEncoding``), or a list/tuple (nested containers are followed a few
+            levels; non-tensors are listed and skipped).
         device: the device everything should be on (a string or ``torch.device``). ``"cuda"``
             means the current CUDA device. When omitted, the device holding most of the model's
-            parameters (by element count) is used, or else the one holding most of the inputs.
+            parameters (by element count) is used, or else the one holding most of the inputs. An
+            ``nn.DataParallel`` model on GPUs always targets its ``device_ids[0]``: it checks that its
+            parameters are there before each call, and scatters the inputs itself from any device.
         optimizer: optionally, a ``torch.optim.Optimizer`` whose state should sit with its parameters.
         loss: optionally, your loss module (``nn.CrossEntropyLoss(weight=w)``), or a dict of name ->
             loss module. The tensors it holds (``weight``, ``pos_weight``) are checked against the
             target device; they never choose it. A loss module passed as ``model``, and modules among
             the inputs, are read the same way.
 
-    Some arguments must stay on the CPU whatever the target: an input named like ``lengths``
-    (``pack_padded_sequence`` needs its lengths on the CPU) and a ``DataLoader``'s generator. They are
-    never advised to move to the target; on another device they are flagged with the way back.
+    Some arguments must stay on the CPU whatever the target: a ``DataLoader``'s generator, and the
+    sequence lengths given to ``pack_padded_sequence``. An integer tensor named like lengths
+    (``lengths``, ``src_len``, ``x_len``, ``seq_lens``...) is judged by use: when the model's code calls
+    ``pack_padded_sequence`` it must stay on the CPU; otherwise the report says it cannot tell, and
+    never advises moving it to the target. Neither ever chooses the target.
 
     Returns:
         A :class:`DeviceReport`. It never raises for unusual arguments; it reports them.
@@ -262,14 +269,24 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         model = None
     params, buffers, plain, unregistered = _model_tensors(model, report)
     flat_inputs = []
-    for name, value in _flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0):
+    movers: list[str] = []    # containers among the inputs with a `.to` of their own (a BatchEncoding)
+    for name, value in _flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0, movers):
         if isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
             losses.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
         else:
             flat_inputs.append((name, value))
 
-    voters = [(n, v) for n, v in flat_inputs if not _cpu_only(n, v)]
-    target, reason = _choose_target(device, params + buffers, voters, report)
+    packs = _packs_sequences(model)
+    voters = [(n, v) for n, v in flat_inputs if not (_cpu_only(n, v) or _lengths_like(n, v))]
+    scatter = _data_parallel_device(model)
+    if scatter is not None:
+        target, reason = scatter, "nn.DataParallel's device_ids[0], where it checks the model is"
+        asked = _safe_device(device) if device is not None else scatter
+        if asked is None or not _on(scatter, asked):
+            report.problems.append(f"device={safe_repr(device)} is not where this nn.DataParallel runs: it needs "
+                                   f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
+    else:
+        target, reason = _choose_target(device, params + buffers, voters, report)
     report.target = None if target is None else _device_text(target)
     report.reason = reason
 
@@ -300,6 +317,8 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
     for name, value in flat_inputs:
         if _cpu_only(name, value):
             report.entries.append(_cpu_only_entry(name, value))
+        elif _lengths_like(name, value):
+            report.entries.append(_lengths_entry(name, value, target, packs))
         elif isinstance(value, torch.Tensor):
             status = status_of(value)
             note = ""
@@ -307,13 +326,15 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
                 note = f"not on {report.target}"
                 if value.dim() == 0 and value.device.type == "cpu":
                     status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
+                elif scatter is not None:
+                    status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
             report.entries.append(_entry("input", name, value, status, note))
         else:
             report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
                                         _non_tensor_note(value)))
     if optimizer is not None:
         _optimizer_entries(report, optimizer, model, params)
-    report.suggestions = _suggest(report, params, buffers, target)
+    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
 
 
 def _model_tensors(model: Any, report: DeviceReport):
@@ -363,14 +384,21 @@ def _model_tensors(model: Any, report: DeviceReport):
     return params, buffers, plain, unregistered
 
 
-def _flatten(value: Any, name: Optional[str], depth: int) -> Iterator[tuple[str, Any]]:
-    """(name, leaf) pairs of an input structure; containers are followed ``_MAX_DEPTH`` levels."""
+def _flatten(value: Any, name: Optional[str], depth: int,
+             movers: Optional[list] = None) -> Iterator[tuple[str, Any]]:
+    """(name, leaf) pairs of an input structure; containers are followed ``_MAX_DEPTH`` levels.
+
+    Mappings of any kind are followed (a dict, or a Hugging Face ``BatchEncoding``, which is a
+    ``UserDict``); the name of each one that has a ``.to`` method of its own is added to ``movers``.
+    """
     if value is None and name is None:
         return
     if isinstance(value, torch.Tensor) or depth > _MAX_DEPTH:
         yield (name or "input", value)
         return
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
+        if movers is not None and _has_to(value):
+            movers.append(name or "inputs")
         for i, (k, v) in enumerate(value.items()):
             if i >= _MAX_ITEMS:
                 yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
@@ -379,14 +407,14 @@ def _flatten(value: Any, name: Optional[str], depth: int) -> Iterator[tuple[str,
                 sub = k if isinstance(k, str) and k.isidentifier() else f"inputs[{safe_repr(k, 40)}]"
             else:
                 sub = f"{name}[{safe_repr(k, 40)}]"
-            yield from _flatten(v, sub, depth + 1)
+            yield from _flatten(v, sub, depth + 1, movers)
         return
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             if i >= _MAX_ITEMS:
                 yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
                 return
-            yield from _flatten(v, f"{name or 'inputs'}[{i}]", depth + 1)
+            yield from _flatten(v, f"{name or 'inputs'}[{i}]", depth + 1, movers)
         return
     yield (name or "input", value)
 
@@ -454,17 +482,79 @@ def _non_tensor_note(value: Any) -> str:
 
 
 _CPU_ONLY = "must stay on the CPU"
-_LENGTHS = re.compile(r"(?:^|[^a-z])(?:seq_?)?(?:lengths?|lens)(?:[^a-z]|$)", re.IGNORECASE)
+_MAYBE_LENGTHS = "looks like sequence lengths"
+_LENGTH_WORD = re.compile(r"(?:len|lens|length|lengths)$", re.IGNORECASE)
 
 
 def _cpu_only(name: str, value: Any) -> bool:
-    """Inputs that belong on the CPU whatever the model's device: sequence lengths, generators, DataLoaders."""
-    if isinstance(value, torch.Tensor):
-        return bool(_LENGTHS.search(name)) and not value.is_floating_point()
+    """Inputs that belong on the CPU whatever the model's device: generators and DataLoaders."""
     return isinstance(value, (torch.Generator, DataLoader))
 
 
+def _lengths_like(name: str, value: Any) -> bool:
+    """An integer tensor of at most one dimension named like lengths: ``lengths``, ``src_len``, ``x_len``, ``seqlen``."""
+    if not isinstance(value, torch.Tensor) or value.dim() > 1:
+        return False
+    if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+        return False
+    return any(_LENGTH_WORD.search(word) for word in re.split(r"[^A-Za-z]+|_", name) if word)
+
+
+def _packs_sequences(model: Any) -> bool:
+    """True when the ``forward`` of the model, or of one of its own submodules, calls ``pack_padded_sequence``."""
+    if not isinstance(model, nn.Module):
+        return False
+    try:
+        kinds = list(dict.fromkeys(type(m) for _, m in model.named_modules()))[:_MAX_ITEMS]
+    except Exception:
+        return False
+    for kind in kinds:
+        if kind.__module__.startswith("torch."):
+            continue
+        try:
+            if "pack_padded_sequence" in inspect.getsource(kind.forward):
+                return True
+        except Exception:   # no source (built in, or typed at a prompt): no evidence either way
+            continue
+    return False
+
+
+def _lengths_entry(name: str, value: torch.Tensor, target: Optional[torch.device], packs: bool) -> Entry:
+    """A tensor named like lengths: certain when the model packs sequences, otherwise a note that says so."""
+    on_cpu = value.device.type == "cpu"
+    if packs:
+        return _entry("input", name, value, NOTE if on_cpu else MISMATCH,
+                      f"{_CPU_ONLY}: the model calls pack_padded_sequence, which reads lengths on the CPU")
+    if on_cpu or target is None or _on(value.device, target):
+        return _entry("input", name, value, NOTE,
+                      f"{_MAYBE_LENGTHS}: keep it on the CPU if it goes to pack_padded_sequence; on the model's "
+                      "device if the model computes with it (its code did not say which)")
+    return _entry("input", name, value, MISMATCH,
+                  f"{_MAYBE_LENGTHS}, on neither the CPU nor {_device_text(target)}")
+
+
+def _data_parallel_device(model: Any) -> Optional[torch.device]:
+    """The device an ``nn.DataParallel`` on GPUs needs its model on (``device_ids[0]``), else ``None``."""
+    if not isinstance(model, nn.DataParallel):
+        return None
+    device = getattr(model, "src_device_obj", None)
+    return device if getattr(model, "device_ids", None) and isinstance(device, torch.device) else None
+
+
+def _safe_device(device: Any) -> Optional[torch.device]:
+    try:
+        return _normalise(device)
+    except Exception:
+        return None
+
+
+def _has_to(value: Any) -> bool:
+    """A container with a ``.to`` of its own (looked up on its type: never runs the object's code)."""
+    return callable(getattr(type(value), "to", None)) and not isinstance(value, (torch.Tensor, nn.Module))
+
+
 def _cpu_only_entry(name: str, value: Any) -> Entry:
+    """A generator, or a DataLoader's: the one a DataLoader draws its shuffle order with belongs on the CPU."""
     loader = isinstance(value, DataLoader)
     if loader:
         gen = value.generator if isinstance(value.generator, torch.Generator) else None
@@ -473,16 +563,12 @@ def _cpu_only_entry(name: str, value: Any) -> Entry:
         if not isinstance(value, torch.Generator):
             return Entry("input", name, "", "", "None", NOTE, "no generator of its own: uses the CPU's global one")
     device = _device_text(value.device)
-    on_cpu = value.device.type == "cpu"
-    if isinstance(value, torch.Generator):
-        if loader:   # a DataLoader's sampler draws its permutation on the CPU
-            return Entry("input", name, device, "", "Generator", NOTE if on_cpu else MISMATCH,
-                         f"{_CPU_ONLY}: a DataLoader draws with it on the CPU")
-        return Entry("input", name, device, "", "Generator", NOTE,
-                     f"a generator: a DataLoader's {_CPU_ONLY}; one for torch.randn(..., generator=g) "
-                     "belongs where it draws")
-    return _entry("input", name, value, NOTE if on_cpu else MISMATCH,
-                  f"{_CPU_ONLY}: pack_padded_sequence reads lengths on the CPU")
+    if loader:   # a DataLoader's sampler draws its permutation on the CPU
+        return Entry("input", name, device, "", "Generator", NOTE if value.device.type == "cpu" else MISMATCH,
+                     f"{_CPU_ONLY}: a DataLoader draws with it on the CPU")
+    return Entry("input", name, device, "", "Generator", NOTE,
+                 f"a generator: a DataLoader's {_CPU_ONLY}; one for torch.randn(..., generator=g) "
+                 "belongs where it draws")
 
 
 def _loss_modules(loss: Any) -> list:
@@ -540,7 +626,8 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, model: Any, params:
                                                  f"its parameter is on {_device_text(p.device)}"))
 
 
-def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device]) -> list[str]:
+def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device],
+             movers: list, data_parallel: bool) -> list[str]:
     """Fixes for what the report flags, most important first; code is in `backticks`."""
     out: list[str] = []
     if target is None:
@@ -551,7 +638,11 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         if any(e.device == "meta" for e in model_bad) and report.target != "meta":
             out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
                        f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
-        if len(model_bad) == len(params) + len(buffers):
+        if data_parallel:
+            out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
+                       f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
+                       "inputs does not help: it scatters them to its GPUs from wherever they are.")
+        elif len(model_bad) == len(params) + len(buffers):
             out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
         else:
             shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
@@ -572,12 +663,22 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         elif e.kind == "unregistered module":
             out.append(f"'{e.name}' is a module inside a plain list or dict: `Module.to` never sees its "
                        "parameters. Use `nn.ModuleList` or `nn.ModuleDict`.")
+    moved_whole = []
+    for mover in movers:    # a batch with its own `.to` (a BatchEncoding) moves in one call
+        inside = [e for e in report.entries if e.kind == "input" and e.status == MISMATCH and _inside(e.name, mover)]
+        if inside:
+            moved_whole += inside
+            out.append(f"Move the whole batch '{mover}' in one call: `{mover} = {mover}.to({where})` (its `.to` moves "
+                       "every tensor it holds, as a Hugging Face `BatchEncoding` does).")
     for e in report.entries:
         if e.kind == "input" and e.status == MISMATCH and e.note.startswith(_CPU_ONLY):
             fix = (f"`{e.name} = {e.name}.cpu()`" if e.dtype != "Generator" else
                    "`torch.Generator(device=\"cpu\")` for the DataLoader (and no default device while it runs)")
             out.append(f"'{e.name}' must be on the CPU, whatever device the model uses: {fix}.")
-        elif e.kind == "input" and e.status == MISMATCH:
+        elif e.kind == "input" and e.status == MISMATCH and e.note.startswith(_MAYBE_LENGTHS):
+            out.append(f"'{e.name}' {_MAYBE_LENGTHS}: `{e.name} = {e.name}.cpu()` if it goes to "
+                       f"pack_padded_sequence, `{e.name} = {e.name}.to({where})` if the model computes with it.")
+        elif e.kind == "input" and e.status == MISMATCH and e not in moved_whole:
             out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
                        "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
     for owner in dict.fromkeys(e.name.split(".")[0] for e in report.entries
@@ -593,6 +694,11 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
                    "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
                    "`device=x.device` or a `*_like` function.")
     return list(dict.fromkeys(out))
+
+
+def _inside(name: str, container: str) -> bool:
+    """Whether the input ``name`` was found inside the container called ``container`` (``"inputs"``: the top level)."""
+    return container == "inputs" or name.startswith(container + "[")
 
 
 def _code_html(text: str) -> str:

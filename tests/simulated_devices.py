@@ -8,9 +8,11 @@ that bite on real hardware (each is a context manager, and a pytest fixture of t
   ``meta`` tensor of those dtypes raises MPS's ``TypeError``, and
   ``course_utils.device.NO_FLOAT64`` names ``meta`` so that ``supports_dtype`` knows.
 - :func:`cuda_rules`: like CUDA, operations that check each argument's device (``addmm``,
-  ``mm``, ``embedding``, ...) raise CUDA's "Expected all tensors to be on the same device, but
-  got mat1 is on cpu, ..." instead of meta's own wording. Element-wise operations keep meta's
-  behaviour, which already lets a 0-dim CPU tensor take part, as CUDA does.
+  ``mm``, ``embedding``, ...) raise CUDA's "Expected all tensors to be on the same device, ..."
+  in the wording of the PyTorch that runs the tests (:func:`per_argument_message`: "but got
+  mat1 is on cpu, ..." from 2.8, "but found at least two devices, ...! (when checking argument
+  for argument mat1 ...)" in 2.7) instead of meta's own wording. Element-wise operations keep
+  meta's behaviour, which already lets a 0-dim CPU tensor take part, as CUDA does.
 - :func:`second_gpu`: the bookkeeping of a machine with two CUDA GPUs where the course device is
   ``cuda:1`` but the current device is 0. No tensor can be placed there (this PyTorch has no
   CUDA); it is for code that chooses, makes current or synchronises devices.
@@ -123,7 +125,8 @@ class PerArgumentDeviceChecks(_Mode):
 
     CUDA names the first tensor argument whose device differs from the earlier ones', and the
     kernel (``wrapper_CUDA_<op>``); the simulation names ``meta`` where CUDA would say ``cuda:0``.
-    Convolution reports mismatched input and weight its own way, as on CUDA.
+    Convolution reports mismatched input and weight its own way, as on CUDA: with the MKLDNN clause only
+    for a CPU input, whose convolution PyTorch sends to its MKLDNN backend.
     """
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -142,17 +145,46 @@ def _check_devices(func: Any, name: str, args: tuple, kwargs: dict) -> None:
         return
     if name == "convolution":
         (_, data), (_, weight), *bias = tensors
-        if weight.device != data.device:
+        if weight.device != data.device:   # a CPU input goes to the MKLDNN backend, whose check adds a clause
+            mkldnn = " or input should be a MKLDNN tensor and weight is a dense tensor"
             raise RuntimeError(f"Input type ({data.type()}) and weight type ({weight.type()}) should be the "
-                               "same or input should be a MKLDNN tensor and weight is a dense tensor")
+                               f"same{mkldnn if data.device.type == 'cpu' else ''}")
         raise RuntimeError(f"Input type ({data.type()}) and bias type ({bias[0][1].type()}) should be the same")
     common = tensors[0][1].device
     for arg_name, value in tensors[1:]:
         if value.device != common:
-            raise RuntimeError(
-                f"Expected all tensors to be on the same device, but got {arg_name} is on {value.device}, "
-                f"different from other tensors on {common} (when checking argument in method "
-                f"wrapper_CUDA_{name})")
+            raise RuntimeError(per_argument_message(arg_name, value.device, common, f"wrapper_CUDA_{name}"))
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    """``(2, 8)`` for ``"2.8.0+cu128"`` or ``"2.8.0a0+git1234"``."""
+    major, minor = version.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def per_argument_message(arg_name: str, arg_device: Any, common: Any, method: str,
+                         version: str | None = None) -> str:
+    """The message of an operation that checks each argument's device (``addmm``, ``index_select``, ...),
+    as PyTorch ``version`` (default: the one installed) words it.
+
+    Both wordings come from ``common_device_check_failure`` in ATen's ``op_registration/adaption.cpp``: 2.7
+    names the common device first and the argument at the end; 2.8 rewrote it to name the argument first.
+
+    Args:
+        arg_name: the argument whose device differs (``mat1``, ``index``).
+        arg_device: that argument's device.
+        common: the device of the arguments checked before it.
+        method: the kernel, e.g. ``wrapper_CUDA_addmm``.
+        version: a PyTorch version string; ``torch.__version__`` when None.
+
+    Returns:
+        The message, without the ``RuntimeError: `` prefix.
+    """
+    if _major_minor(version or torch.__version__) >= (2, 8):
+        return (f"Expected all tensors to be on the same device, but got {arg_name} is on {arg_device}, "
+                f"different from other tensors on {common} (when checking argument in method {method})")
+    return (f"Expected all tensors to be on the same device, but found at least two devices, {common} and "
+            f"{arg_device}! (when checking argument for argument {arg_name} in method {method})")
 
 
 @contextlib.contextmanager

@@ -19,9 +19,9 @@ from nbtools import NOTEBOOK_DIR, ROOT
 
 #: Families whose message has had a single wording in every PyTorch checked (they are still tested as a
 #: bare message, a traceback, and with other numbers).
-ONE_WORDING = {"mps-oom", "fork", "mps-float64", "index-device"}
+ONE_WORDING = {"mps-oom", "fork", "mps-float64", "data-parallel", "no-device"}
 
-ALL_WORDINGS = [(f.key, text) for f in FAMILIES for text, _ in f.wordings]
+ALL_WORDINGS = [(f.key, w.text) for f in FAMILIES for w in f.wordings]
 
 
 def traceback_of(message: str, kind: str = "RuntimeError") -> str:
@@ -40,7 +40,7 @@ def test_the_catalogue_is_sound():
     for fam in FAMILIES:
         assert fam.wordings and fam.cause and fam.fix and fam.title
         assert len(fam.wordings) >= 2 or fam.key in ONE_WORDING, fam.key
-        assert all(source for _, source in fam.wordings)
+        assert all(w.source and w.versions for w in fam.wordings)
     assert family("devices").title == "Tensors on different devices"
     with pytest.raises(KeyError):
         family("nope")
@@ -77,17 +77,212 @@ def test_per_argument_wording_names_argument_op_devices_and_direction():
     e = explain_error("RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
                       "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
     assert (e.argument, e.op, e.devices) == ("mat1", "wrapper_CUDA_addmm", ("cpu", "cuda:0"))
-    assert "model is on cuda:0" in e.cause and "input (`mat1`) on cpu" in e.cause
+    assert e.cause.startswith("Your input (`mat1`) is on cpu, the model's tensors in `wrapper_CUDA_addmm` on cuda:0.")
     assert 'x = x.to("cuda:0")' in e.fix and "model.to" not in e.fix
 
 
 def test_the_reverse_direction_moves_the_model():
     e = explain_error("Expected all tensors to be on the same device, but got mat1 is on cuda:0, different from "
                       "other tensors on cpu (when checking argument in method wrapper_CUDA_addmm)")
-    assert "model is on cpu" in e.cause and 'model.to("cuda:0")' in e.fix
+    assert "input (`mat1`) is on cuda:0" in e.cause and 'model.to("cuda:0")' in e.fix
     weight = explain_error("Expected all tensors to be on the same device, but got weight is on cpu, different "
                            "from other tensors on mps:0 (when checking argument in method wrapper_MPS_mm)")
-    assert weight.argument == "weight" and "model is on cpu" in weight.cause and 'model.to("mps:0")' in weight.fix
+    assert weight.argument == "weight" and "layer's `weight`" in weight.cause and 'model.to("mps:0")' in weight.fix
+
+
+# --- each argument read by its role in its operation ----------------------------------------------------
+
+LOSS_WEIGHT = [
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking "
+    "argument for argument weight in method wrapper_CUDA_nll_loss_forward)",                        # up to 2.7
+    "Expected all tensors to be on the same device, but got weight is on cpu, different from other tensors on "
+    "cuda:0 (when checking argument in method wrapper_CUDA_nll_loss_forward)",                      # 2.8 and newer
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking "
+    "argument for argument weight in method wrapper_nll_loss_forward)",                             # late 1.x
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking "
+    "arugment for argument weight in method wrapper_nll_loss2d_forward)",                           # around 1.9
+    "Expected object of device type cuda but got device type cpu for argument #3 'weight' in call to "
+    "_thnn_nll_loss_forward",                                                                        # 1.x
+]
+
+
+@pytest.mark.parametrize("message", LOSS_WEIGHT)
+def test_a_loss_weight_moves_the_loss_not_the_model(message):
+    e = explain_error(message)
+    assert e.key == "devices" and e.argument == "weight" and e.devices[0] == "cpu"
+    assert "loss's class weights" in e.cause and "loss_fn.to(" in e.fix
+    assert "model.to(" not in e.fix and "x = x.to(" not in e.fix
+
+
+def test_a_loss_weight_on_the_gpu_with_outputs_on_the_cpu_never_sends_the_loss_alone():
+    e = explain_error("Expected all tensors to be on the same device, but got weight is on cuda:0, different from "
+                      "other tensors on cpu (when checking argument in method wrapper_CUDA_nll_loss_forward)")
+    assert 'model.to("cuda:0")' in e.fix and 'loss_fn.to("cpu")' in e.fix
+
+
+def test_a_layer_weight_is_the_model():
+    e = explain_error("Tensor for argument weight is on cpu but expected on mps")
+    assert "layer's `weight`" in e.cause and 'model.to("mps")' in e.fix and "loss" not in e.fix
+
+
+@pytest.mark.parametrize("message, odd", [
+    ("Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! (when checking "
+     "argument for argument mat2 in method wrapper_CUDA_mm)", "cuda:0"),
+    ("Expected all tensors to be on the same device, but got mat2 is on cuda:0, different from other tensors on cpu "
+     "(when checking argument in method wrapper_CUDA_mm)", "cuda:0"),
+])
+def test_mat2_is_the_second_matrix_not_your_input(message, odd):
+    """In nn.Linear, mm's mat2 is the layer's weight: on the GPU, with the input (mat1) left on the CPU."""
+    e = explain_error(message)
+    assert e.argument == "mat2" and e.devices[0] == odd
+    assert "your input (`mat2`)" not in e.cause.lower() and "second matrix" in e.cause and "layer's weight" in e.cause
+    assert 'x = x.to("cuda:0")' in e.fix
+
+
+def test_mat2_on_the_cpu_moves_the_model():
+    e = explain_error("Tensor for argument #2 'mat2' is on CPU, but expected it to be on GPU (while checking arguments "
+                      "for mm)")
+    assert e.devices == ("cpu",) and "model.to(device)" in e.fix and "b = b.to(" in e.fix
+
+
+def test_index_select_says_which_index_moves_and_which_does_not():
+    cpu_index = explain_error("Expected all tensors to be on the same device, but got index is on cpu, different from "
+                              "other tensors on cuda:0 (when checking argument in method wrapper_CUDA__index_select)")
+    assert 'idx = idx.to("cuda:0")' in cpu_index.fix
+    assert "`x[idx]` moves a CPU index for you; `index_select`, `nn.Embedding`" in cpu_index.fix
+    gpu_index = explain_error("Expected all tensors to be on the same device, but got index is on cuda:0, different "
+                              "from other tensors on cpu (when checking argument in method wrapper_CUDA__index_select)")
+    assert 'model.to("cuda:0")' in gpu_index.fix and "nn.Embedding" in gpu_index.fix
+    assert "moves a CPU index for you" not in gpu_index.fix
+    # the rule in the cause names its edge precisely: advanced indexing, not every use of an index
+    assert "a CPU index in `x[idx]`" in cpu_index.cause and "CPU index tensors)" not in cpu_index.cause
+
+
+def test_the_misspelt_wording_is_read_like_the_others():
+    e = explain_error("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                      "cpu and cuda:0! (when checking arugment for argument mat1 in method wrapper_addmm)")
+    assert (e.argument, e.op, e.devices) == ("mat1", "wrapper_addmm", ("cuda:0", "cpu"))
+    assert 'model.to("cuda:0")' in e.fix
+
+
+@pytest.mark.parametrize("message", [
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and  cpu!",
+    "Expected all tensors to be on the same device,  but found at least two devices, cuda:0 and cpu!",
+    "Expected all tensors to be on the same device, but found at least two\n devices, cuda:0 and cpu!",
+])
+def test_extra_white_space_still_names_the_devices(message):
+    e = explain_error(message)
+    assert e.devices == ("cuda:0", "cpu") and "" not in e.devices
+
+
+def test_devices_are_never_empty_strings():
+    for key, message in ALL_WORDINGS:
+        assert "" not in explain_error(message).devices, message
+
+
+def test_the_mps_convolution_fallback_wording():
+    e = explain_error("RuntimeError: slow_conv2d_forward_mps: input(device='cpu') and weight(device=mps:0')  must be "
+                      "on the same device")
+    assert e.key == "devices" and e.devices == ("cpu", "mps:0") and 'x = x.to("mps:0")' in e.fix
+
+
+def test_an_rnn_hidden_state_on_another_device():
+    e = explain_error("Input and hidden tensors are not at the same device, found input tensor at cuda:0 and hidden "
+                      "tensor at cpu")
+    assert "hidden state you pass" in e.cause and "device=x.device" in e.fix
+
+
+def test_the_mkldnn_clause_belongs_to_a_cpu_input_only():
+    """Convolution.cpp adds the clause only for its MKLDNN backend, which it picks only for a CPU input."""
+    for w in family("devices").wordings:
+        if "MKLDNN" in w.text:
+            assert w.text.startswith("Input type (torch.FloatTensor) and weight type (torch.cuda.")
+    with_clause = explain_error("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the "
+                                "same or input should be a MKLDNN tensor and weight is a dense tensor")
+    assert with_clause.devices == ("cpu", "cuda") and 'x = x.to("cuda")' in with_clause.fix
+
+
+# --- the fixes the course gives must be ones that work ----------------------------------------------------
+
+def test_out_of_memory_fixes_do_not_rely_on_empty_cache():
+    for key in ("cuda-oom", "mps-oom"):
+        fix = family(key).fix
+        assert "empty_cache()` does not help" in fix or "empty_cache()` does not help here" in fix
+        assert "then `torch.cuda.empty_cache()`" not in fix and "then `torch.mps.empty_cache()`" not in fix
+        assert "already" in fix and "retries before it raises" in fix
+    assert "after the `except` block, not inside it" in family("cuda-oom").fix
+
+
+def test_the_device_assert_fix_leaves_ignore_index_alone():
+    for key in ("device-assert", "label-range"):
+        text = family(key).cause + " " + family(key).fix
+        assert "ignore_index" in text and "(y != -100)" in family(key).fix
+    assert "assert 0 <= y.min()" not in family("device-assert").fix
+
+
+def test_fork_is_the_default_only_up_to_python_313():
+    cause = family("fork").cause
+    assert "up to Python 3.13" in cause and "3.14 uses `forkserver`" in cause
+
+
+def test_data_parallel_moves_the_model_to_device_ids_0_never_the_inputs_to_the_cpu():
+    e = explain_error("RuntimeError: module must have its parameters and buffers on device cuda:1 (device_ids[0]) "
+                      "but found one of them on device: cpu")
+    assert e.key == "data-parallel" and e.devices == ("cpu", "cuda:1")
+    assert 'model.to("cuda:1")' in e.fix and ".cpu()" not in e.fix and 'to("cpu")' not in e.fix
+
+
+def test_no_float64_wording_for_mps_that_pytorch_does_not_print():
+    """EmptyTensor.cpp refuses float64 when any MPS tensor is allocated, so getMPSDataType's generic message is
+    never reached for Double."""
+    texts = [w.text for w in family("mps-float64").wordings]
+    assert not any("Trying to convert Double" in t for t in texts)
+    assert explain_error("Cannot convert a float64 Tensor to MPS as the MPS framework doesn't support float64. "
+                         "Please use float32 instead.").key == "mps-float64"
+
+
+@pytest.mark.parametrize("message, key", [
+    ("Tensors of the same index must be on the same device and the same dtype except `step` tensors that can be CPU "
+     "and float32/64 notwithstanding", "optimizer-state"),
+    ("'Linear' object has no attribute 'device'", "no-device"),
+    ("AttributeError: 'dict' object has no attribute 'cuda'", "no-to"),
+    ("can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.", "numpy"),
+    ("NotImplementedError: The operator 'aten::_index_put_impl_' is not current implemented for the MPS device.",
+     "mps-op"),
+    ("KeyError: 'unexpected key \"module.features.0.weight\" in state_dict'", "module-prefix"),
+    ("IndexError: Target -1 is out of bounds.", "label-range"),
+    ("META device type not an accelerator.", "generator"),
+    ("UnpicklingError: Weights only load failed...", "weights-only"),
+    ("No CUDA GPUs are available", "no-cuda"),
+])
+def test_wordings_the_doctor_once_missed(message, key):
+    assert explain_error(message).key == key
+
+
+def test_the_reverse_generator_wording_has_the_opposite_cause():
+    forward = explain_error("Expected a 'cuda' device type for generator but found 'cpu'")
+    reverse = explain_error("Expected a 'cpu' device type for generator but found 'cuda'")
+    assert "set_default_device" in forward.cause
+    assert "set_default_device" not in reverse.cause and 'generator=torch.Generator(device="cuda")' in reverse.cause
+    assert "torch.Generator()" in reverse.fix and "device=g.device" in reverse.fix
+    meta = explain_error("RuntimeError: META device type not an accelerator.")
+    assert 'torch.Generator(device="meta")' in meta.cause
+
+
+def test_containers_and_arrays_get_their_own_fix():
+    array = explain_error("'numpy.ndarray' object has no attribute 'to'")
+    assert "torch.from_numpy(a).to(device)" in array.fix
+    state = explain_error("AttributeError: 'collections.OrderedDict' object has no attribute 'to'")
+    assert "load_state_dict" in state.fix and "v.to(device)" in state.fix
+    batch = explain_error("'list' object has no attribute 'device'")
+    assert "t.device for t in batch" in batch.fix
+    assert explain_error("'Linear' object has no attribute 'device'").fix == family("no-device").fix
+
+
+def test_neighbours_of_device_errors_say_so():
+    e = explain_error("cannot assign module before Module.__init__() call")
+    assert e.known and not e.device_problem and e.text().startswith("Error: A module used before")
+    assert explain_error("Tensor on device cpu is not on the expected device meta!").heading.startswith("Device error:")
 
 
 def test_conv_type_names_give_the_direction():
@@ -107,7 +302,11 @@ def test_conv_type_names_give_the_direction():
      "cuda:0 (when checking argument in method wrapper_CUDA__index_select)", "index", 'idx = idx.to("cuda:0")'),
     ("Tensor for argument input is on cpu but expected on mps", "input", 'x = x.to("mps")'),
     ("Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_addmm",
-     "self", "Move what `self` is to cuda"),
+     "self", 'model.to("cuda")'),                      # `self` of addmm is nn.Linear's bias
+    ("Expected object of device type cuda but got device type cpu for argument #2 'mat1' in call to _th_addmm",
+     "mat1", 'x = x.to("cuda")'),
+    ("Expected all tensors to be on the same device, but got foo is on cpu, different from other tensors on "
+     "cuda:0 (when checking argument in method wrapper_CUDA_bar)", "foo", "Move what `foo` is to cuda:0"),
 ])
 def test_the_argument_decides_the_fix(message, arg, fix):
     e = explain_error(message)
@@ -248,6 +447,8 @@ LOOK_ALIKES = [
     "Expected input batch_size (32) to match target batch_size (16).",
     'Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: "fc.bias". ',
     "ZeroDivisionError: division by zero",
+    "AttributeError: 'NoneType' object has no attribute 'to'",          # a missing `return`, not a device
+    "AttributeError: 'NoneType' object has no attribute 'device'",
     traceback_of("expected scalar type Float but found Double").replace("x.to(device)", "x.to('cuda:0')"),
 ]
 
@@ -256,7 +457,7 @@ LOOK_ALIKES = [
 def test_look_alikes_are_refused_plainly(text):
     e = explain_error(text)
     assert not e.known and e.key == "" and e.cause == "" and e.fix == "" and e.lesson == ""
-    assert e.text().startswith("Not a device error the course knows")
+    assert e.text().startswith("Not an error the course knows")
     assert "dtype and shape errors" in e.text()
 
 
@@ -357,8 +558,8 @@ def test_the_error_index_is_generated_from_the_catalogue():
     assert committed == error_index.render(), "docs/errors.md is out of date: run python scripts/error_index.py"
     for fam in FAMILIES:
         assert fam.title in committed
-        for text, _ in fam.wordings:
-            assert " ".join(text.split()) in committed
+        for w in fam.wordings:
+            assert " ".join(w.text.split()) in committed and " ".join(w.versions.split()) in committed
     assert "(docs/errors.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
@@ -369,7 +570,7 @@ def test_command_line(capsys, monkeypatch):
     assert main(["explain"]) == 0
     assert "MPS out of memory" in capsys.readouterr().out
     assert main(["explain", "expected scalar type Float but found Double"]) == 1
-    assert "Not a device error" in capsys.readouterr().out
+    assert "Not an error the course knows" in capsys.readouterr().out
 
 
 def test_exported():

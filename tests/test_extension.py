@@ -114,6 +114,18 @@ def test_variables_on_each_device():
     assert variables_on({"bad": object()}, ()) == {}
 
 
+def test_batches_count_on_the_devices_of_their_tensors_and_history_is_skipped():
+    from collections import UserDict
+
+    class Encoding(UserDict):                       # the shape of a Hugging Face BatchEncoding
+        def to(self, device):
+            return self
+    namespace = {"batch": {"x": torch.ones(1, device="meta"), "n": 3}, "pair": (torch.ones(1), "label"),
+                 "enc": Encoding(input_ids=torch.ones(1, device="meta")), "Out": {1: torch.ones(1)},
+                 "In": ["x"], "words": ["a", "b"]}
+    assert variables_on(namespace, ("cpu", "meta")) == {"cpu": ["pair"], "meta": ["batch", "enc"]}
+
+
 def test_help_views_escape_names():
     help_ = ErrorHelp(explain_error("Tensor on device cpu is not on the expected device meta!"), {"cpu": ["<b>x</b>"]})
     assert "&lt;b&gt;x&lt;/b&gt;" in help_._repr_html_() and "cpu: <b>x</b>" in help_.text()

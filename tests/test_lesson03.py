@@ -11,6 +11,7 @@ from torch import nn
 
 import course_utils as cu
 from course_utils.lessons.l03_to_device import prepare, to_device
+from simulated_devices import per_argument_message
 
 
 def _fails_with(exercise_id, answer, says):
@@ -425,24 +426,32 @@ def test_parameter_identity_survives_a_move_to_the_accelerator():
     assert optimizer.param_groups[0]["params"][0] is model.weight
 
 
-def _quotes_after(code_start):
-    """The `quoted` texts of the Markdown cell right after notebook 03's code cell that starts with
-    ``code_start``, with line breaks turned into spaces (as Markdown shows them)."""
+def source_after(code_start):
+    """The Markdown cell right after notebook 03's code cell that starts with ``code_start``."""
     from nbtools import NOTEBOOK_DIR, load, source
     cells = load(NOTEBOOK_DIR / "03_to_device.ipynb")["cells"]
     at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and source(c).startswith(code_start))
-    return re.findall(r"`([^`]+)`", " ".join(source(cells[at + 1]).split()))
+    return source(cells[at + 1])
+
+
+def _quotes_after(code_start):
+    """The `quoted` texts of the Markdown cell right after notebook 03's code cell that starts with
+    ``code_start``, with line breaks turned into spaces (as Markdown shows them)."""
+    return re.findall(r"`([^`]+)`", " ".join(source_after(code_start).split()))
 
 
 def test_the_notebook_quotes_the_message_of_the_operation_it_runs():
     """`w * x` is element-wise: "found at least two devices". A Linear layer's `addmm` checks argument by
-    argument on CUDA and names `mat1`; on MPS the layer itself names its `input`."""
+    argument on CUDA and names `mat1`, in the wording of each version (2.7, and 2.8 on); on MPS the layer itself
+    names its `input`."""
     elementwise, linear = _quotes_after("w * x"), _quotes_after("model(batch)")
     assert any(q.endswith("but found at least two devices, cuda:0 and cpu!") for q in elementwise), elementwise
-    assert not any("at least two devices" in q for q in linear), linear
-    assert ("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors "
-            "on cuda:0 (when checking argument in method wrapper_CUDA_addmm)") in linear, linear
+    for version in ("2.7.0", "2.8.0"):
+        assert per_argument_message("mat1", "cpu", "cuda:0", "wrapper_CUDA_addmm", version) in linear, linear
     assert "Tensor for argument input is on cpu but expected on mps" in linear, linear
+    prose = " ".join(source_after("model(batch)").split())
+    assert prose.index("PyTorch 2.8 and later say") < prose.index("but got mat1 is on cpu") \
+        < prose.index("PyTorch 2.7 says") < prose.index("(when checking argument for argument mat1")
 
 
 @pytest.mark.gpu
@@ -456,10 +465,12 @@ def test_gpu_mismatch_messages_are_the_ones_the_notebook_quotes():
         torch.ones(6, device=where) * torch.arange(6.0)
     assert "found at least two devices" in str(elementwise.value) and "cpu" in str(elementwise.value)
     assert "cpu" in str(linear.value) and acc.type in str(linear.value)
-    for quotes, raised in ((_quotes_after("model(batch)"), linear), (_quotes_after("w * x"), elementwise)):
-        for quote in quotes:
-            if acc.type in quote:                      # what the notebook says this device prints
-                assert quote.removeprefix("RuntimeError: ") in str(raised.value), (quote, str(raised.value))
+    if acc.type == "cuda":                            # the wording of the installed version, quoted in the notebook
+        expected = per_argument_message("mat1", "cpu", "cuda:0", "wrapper_CUDA_addmm")
+        assert str(linear.value) == expected and expected in _quotes_after("model(batch)")
+        assert any(q.removeprefix("RuntimeError: ") in str(elementwise.value) for q in _quotes_after("w * x"))
+    elif acc.type == "mps":
+        assert "Tensor for argument input is on cpu but expected on mps" in str(linear.value)
 
 
 def test_a_dict_has_no_to():

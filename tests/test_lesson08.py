@@ -12,10 +12,12 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from torch.utils.data import DataLoader, TensorDataset
 
 import course_utils as cu
+from course_utils.lessons.l08_field_guide import _label_cases
 from course_utils.mismatch import save_as_gpu_checkpoint
 from nbtools import NOTEBOOK_DIR, RAISE_WHEN, load, raises, source
 
 NOTEBOOK = NOTEBOOK_DIR / "08_field_guide.ipynb"
+VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])   # (2, 13) for 2.13.0+cpu
 
 
 def _markdown() -> str:
@@ -190,6 +192,86 @@ def test_quoted_python_side_messages_match_the_installed_source():
     assert "Target 5 is out of bounds." in md and "index out of range in self" in md
 
 
+# --- recovering from out of memory, evaluation, state dicts, asking for help ---------------------------
+
+def test_a_retry_inside_except_still_has_the_failed_steps_tensors_and_one_after_it_does_not():
+    """PyTorch's FAQ: the exception's traceback keeps the failed frames (and their tensors) alive until the
+    ``except`` block ends; the appendix retries after the block."""
+    import weakref
+    made = []
+
+    def step(n):
+        activations = torch.empty(n, 16)
+        made.append(weakref.ref(activations))
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+
+    try:
+        step(8)
+    except torch.OutOfMemoryError:
+        inside = made[-1]() is not None
+    assert inside and made[-1]() is None
+
+
+def test_the_appendix_does_not_offer_empty_cache_as_an_out_of_memory_fix():
+    oom = next(source(c) for c in load(NOTEBOOK)["cells"] if source(c).startswith("## CUDA out of memory"))
+    fix = oom[oom.index("**Fix.**"):]
+    assert "`torch.cuda.empty_cache()` is no fix" in fix
+    loop = next(source(c) for c in load(NOTEBOOK)["cells"] if "batch_size //= 2" in source(c))
+    assert "empty_cache" not in loop and loop.index("except torch.OutOfMemoryError") < loop.index("batch_size //= 2")
+    assert "`del` then `empty_cache()`" not in _markdown()
+
+
+def test_eval_mode_alone_keeps_autograd_recording():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval()
+    out = model(torch.randn(2, 4))
+    assert not model.training and out.grad_fn is not None and out.requires_grad
+    with torch.no_grad():
+        assert model(torch.randn(2, 4)).grad_fn is None
+    with torch.inference_mode():
+        assert model(torch.randn(2, 4)).grad_fn is None
+
+
+def test_a_loaded_state_dict_has_no_to_and_map_location_then_load_state_dict_works():
+    buffer = io.BytesIO()
+    torch.save(nn.Linear(4, 2).state_dict(), buffer)
+    state = torch.load(io.BytesIO(buffer.getvalue()), map_location="cpu")
+    message = str(_error(lambda: state.to("cpu"), AttributeError))
+    assert message == "'collections.OrderedDict' object has no attribute 'to'" and message in _markdown()
+    model = nn.Linear(4, 2).to("meta").to_empty(device="cpu")
+    model.load_state_dict(state)
+    assert torch.equal(model.weight, state["weight"])
+
+
+def test_collect_env_reports_the_lines_the_appendix_prints():
+    import subprocess
+    import sys
+    report = subprocess.run([sys.executable, "-m", "torch.utils.collect_env"], capture_output=True, text=True,
+                            check=True, timeout=120).stdout
+    for key in ("PyTorch version:", "CUDA used to build PyTorch:", "Is CUDA available:",
+                "GPU models and configuration:", "Nvidia driver version:"):
+        assert any(line.startswith(key) for line in report.splitlines()), key
+    assert f"PyTorch version: {torch.__version__}" in report
+    assert "python -m torch.utils.collect_env" in _markdown()
+
+
+def test_a_minus_one_label_is_refused_unless_it_is_the_ignore_index():
+    logits, marked = torch.randn(4, 5), torch.tensor([0, 3, -1, 1])
+    assert str(_error(lambda: nn.CrossEntropyLoss()(logits, marked), IndexError)) == "Target -1 is out of bounds."
+    assert nn.CrossEntropyLoss(ignore_index=-1)(logits, marked).isfinite()
+    assert "`ignore_index`" in _markdown() and "-100" in _markdown()
+
+
+def test_the_default_start_method_is_fork_on_linux_up_to_python_3_13():
+    import multiprocessing
+    import sys
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the start method the appendix describes for Linux")
+    expected = "fork" if sys.version_info < (3, 14) else "forkserver"
+    assert multiprocessing.get_context().get_start_method() == expected
+    assert "Linux's default up to Python 3.13" in _markdown() and "Linux from Python 3.14 uses `forkserver`" \
+        in _markdown()
+
+
 # --- on a real GPU ------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -285,26 +367,57 @@ def test_strip_prefix_reference_and_alternatives_pass():
 
 # --- 08.bad_labels ---------------------------------------------------------------------------------
 
-def only_too_large(labels, num_classes):
-    return (labels >= num_classes).nonzero().flatten().tolist()
+from hostile_values import AlwaysEqualList  # noqa: E402
 
 
-def off_by_one(labels, num_classes):
-    return ((labels < 0) | (labels > num_classes)).nonzero().flatten().tolist()
+def _refused(labels, num_classes, ignore_index):
+    return ((labels < 0) | (labels >= num_classes)) & (labels != ignore_index)
 
 
-def returns_tensor(labels, num_classes):
-    return ((labels < 0) | (labels >= num_classes)).nonzero().flatten()
+def only_too_large(labels, num_classes, ignore_index=-100):
+    return ((labels >= num_classes) & (labels != ignore_index)).nonzero().flatten().tolist()
 
 
-def returns_values(labels, num_classes):
-    return labels[(labels < 0) | (labels >= num_classes)].tolist()
+def off_by_one(labels, num_classes, ignore_index=-100):
+    return (((labels < 0) | (labels > num_classes)) & (labels != ignore_index)).nonzero().flatten().tolist()
 
 
-def clamps_in_place(labels, num_classes):
-    bad = ((labels < 0) | (labels >= num_classes)).nonzero().flatten().tolist()
+def returns_tensor(labels, num_classes, ignore_index=-100):
+    return _refused(labels, num_classes, ignore_index).nonzero().flatten()
+
+
+def returns_values(labels, num_classes, ignore_index=-100):
+    return labels[_refused(labels, num_classes, ignore_index)].tolist()
+
+
+def clamps_in_place(labels, num_classes, ignore_index=-100):
+    bad = _refused(labels, num_classes, ignore_index).nonzero().flatten().tolist()
     labels.clamp_(0, num_classes - 1)
     return bad
+
+
+def reports_the_ignore_index(labels, num_classes, ignore_index=-100):
+    return ((labels < 0) | (labels >= num_classes)).nonzero().flatten().tolist()
+
+
+def no_ignore_index_parameter(labels, num_classes):
+    return (((labels < 0) | (labels >= num_classes)) & (labels != -100)).nonzero().flatten().tolist()
+
+
+def hardcodes_minus_100(labels, num_classes, ignore_index=-100):
+    return _refused(labels, num_classes, -100).nonzero().flatten().tolist()
+
+
+def always_equal_list(labels, num_classes, ignore_index=-100):
+    return AlwaysEqualList()
+
+
+def returns_a_tuple(labels, num_classes, ignore_index=-100):
+    return tuple(_refused(labels, num_classes, ignore_index).nonzero().flatten().tolist())
+
+
+def returns_tensor_items(labels, num_classes, ignore_index=-100):
+    return list(_refused(labels, num_classes, ignore_index).nonzero().flatten())
 
 
 @pytest.mark.parametrize("answer, says", [
@@ -313,6 +426,12 @@ def clamps_in_place(labels, num_classes):
     (returns_tensor, "plain list of Python ints"),
     (returns_values, "the bad positions are"),
     (clamps_in_place, "changed the labels"),
+    (reports_the_ignore_index, "the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels"),
+    (no_ignore_index_parameter, "Your function takes no `ignore_index`"),
+    (hardcodes_minus_100, "holds -1, the `ignore_index`"),
+    (always_equal_list, "plain `list` of ints"),
+    (returns_a_tuple, "you returned a tuple"),
+    (returns_tensor_items, "your list holds tensors"),
 ])
 def test_bad_labels_mistakes(answer, says):
     result = cu.check("08.bad_labels", answer)
@@ -320,12 +439,29 @@ def test_bad_labels_mistakes(answer, says):
 
 
 def test_bad_labels_reference_and_alternatives_pass():
-    def loop(labels, num_classes):
-        return [i for i, v in enumerate(labels.tolist()) if not 0 <= v < num_classes]
+    def loop(labels, num_classes, ignore_index=-100):
+        return [i for i, v in enumerate(labels.tolist()) if not 0 <= v < num_classes and v != ignore_index]
 
     for answer in (cu.exercises.get_exercise("08.bad_labels").reference, loop):
         result = cu.check("08.bad_labels", answer)
         assert result.passed, result.feedback
+
+
+def test_bad_labels_never_requires_the_ignore_index():
+    """-100 is the losses' default ``ignore_index``: the CPU kernel skips it (as the CUDA kernels do before their
+    assert), so a batch holding it is not bad, and the reference leaves it out."""
+    assert nn.CrossEntropyLoss().ignore_index == nn.NLLLoss().ignore_index == -100
+    labels = torch.tensor([0, -100, 4, 1])
+    assert nn.CrossEntropyLoss()(torch.randn(4, 5), labels).isfinite()
+    assert nn.NLLLoss()(torch.randn(4, 5).log_softmax(1), labels).isfinite()
+    assert str(_error(lambda: nn.CrossEntropyLoss(ignore_index=-1)(torch.randn(4, 5), labels), IndexError)) \
+        == "Target -100 is out of bounds."
+    reference = cu.exercises.get_exercise("08.bad_labels").reference
+    assert reference(labels, 5) == [] and reference(labels, 5, ignore_index=-1) == [1]
+    for _, cases_labels, num_classes, ignore_index in _label_cases(torch.Generator().manual_seed(80)):
+        skip = -100 if ignore_index is None else ignore_index
+        for i in reference(cases_labels, num_classes, skip):
+            assert cases_labels[i].item() != skip
 
 
 # --- CUDA messages quoted from a CUDA build's libraries (where this PyTorch is one) ---------------------
@@ -355,11 +491,20 @@ def test_cuda_check_messages_quoted_are_in_the_cuda_libraries():
         "). Please update your GPU driver by downloading and installing a new version from the URL: "
         "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a "
         "PyTorch version that has been compiled with your version of the CUDA driver."]
-    as_in_2_7 = ["https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-                 "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertio"]
-    for text in every_version + (as_in_2_7 if torch.__version__.startswith("2.7.") else []):
+    as_in_2_7_and_2_8 = ["https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+                         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertio"]
+    as_in_2_14 = ["https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-"
+                  "alloc-conf)", "GPU device may be out of range, do you have en",
+                  "' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more informatio"]
+    labelled = {(2, 7): as_in_2_7_and_2_8, (2, 8): as_in_2_7_and_2_8, (2, 14): as_in_2_14}.get(VERSION, [])
+    for text in every_version + labelled:
         assert text.encode() in c10_cuda, text
-        assert text.strip() in md, text
+        assert text.strip() in " ".join(md.split()), text
+    if VERSION in ((2, 7), (2, 8)):                     # the lines the appendix labels as newer are not there yet
+        for text in as_in_2_14:
+            assert text.encode() not in c10_cuda, text
+    if VERSION == (2, 14):
+        assert b"Compile with `TORCH_USE_CUDA_DSA`" not in c10_cuda
     cudart = _cuda_library("cuda_runtime/lib/libcudart.so.*", "cu*/lib/libcudart.so.*")
     for text in ("device-side assert triggered", "no kernel image is available for execution on the device",
                  "invalid device ordinal", "cudaErrorAssert", "cudaErrorNoKernelImageForDevice"):

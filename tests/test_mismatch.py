@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+from collections import UserDict
 
 import pytest
 import torch
@@ -269,23 +270,64 @@ def test_no_false_alarms_on_built_in_layers(make):
 # --- arguments that stay on the CPU, and tensors a loss holds ------------------------------------------------
 
 class Tagger(nn.Module):
-    """An RNN that packs its padded input: `lengths` must stay on the CPU."""
+    """An RNN that packs its padded input: its lengths must stay on the CPU."""
 
     def __init__(self):
         super().__init__()
         self.rnn = nn.LSTM(2, 2, batch_first=True)
 
+    def forward(self, x, x_len):
+        packed = nn.utils.rnn.pack_padded_sequence(x, x_len, batch_first=True, enforce_sorted=False)
+        return self.rnn(packed)
 
-def test_lengths_are_never_advised_to_move_to_the_model():
+
+class Masker(nn.Module):
+    """A model that uses a length tensor on its own device, to build a mask: no packing."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+    def forward(self, x, src_len):
+        mask = torch.arange(x.shape[1], device=x.device)[None, :] < src_len[:, None]
+        return self.proj(x) * mask[..., None]
+
+
+@pytest.mark.parametrize("name", ["lengths", "src_len", "x_len", "seq_len", "seqlen", "input_lengths", "tgt_lens"])
+def test_lengths_given_to_pack_padded_sequence_stay_on_the_cpu(name):
     model = Tagger().to("meta")
-    report = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"), "lengths": torch.tensor([3, 2])})
+    report = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"), name: torch.tensor([3, 2])})
     assert report.target == "meta" and report.mismatches == []
-    assert "lengths.to" not in report.text() and "CPU" in entry(report, "lengths").note
+    assert f"{name}.to" not in report.text() and "pack_padded_sequence" in entry(report, name).note
     on_gpu = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"),
-                                     "lengths": torch.tensor([3, 2], device="meta")})
-    assert on_gpu.mismatches == ["lengths"]
-    assert any("`lengths = lengths.cpu()`" in s for s in on_gpu.suggestions)
-    assert not any('lengths.to("meta")' in s for s in on_gpu.suggestions)
+                                     name: torch.tensor([3, 2], device="meta")})
+    assert on_gpu.mismatches == [name]
+    assert any(f"`{name} = {name}.cpu()`" in s for s in on_gpu.suggestions)
+    assert not any(f'{name}.to("meta")' in s for s in on_gpu.suggestions)
+
+
+@pytest.mark.parametrize("name", ["src_len", "x_len", "seq_len", "lengths"])
+def test_lengths_of_unknown_use_are_never_moved_and_said_to_be_uncertain(name):
+    """A model that computes with its lengths on the device; the explainer cannot tell that from a name."""
+    model = Masker().to("meta")
+    for lengths in (torch.tensor([3, 2]), torch.tensor([3, 2], device="meta")):
+        report = explain_devices(model, {"x": torch.ones(2, 3, 2, device="meta"), name: lengths})
+        assert report.target == "meta" and report.mismatches == [], report.text()
+        note = entry(report, name).note
+        assert entry(report, name).status == "note" and "pack_padded_sequence" in note and "did not say" in note
+        assert not any(name in s for s in report.suggestions)
+
+
+def test_lengths_on_a_third_device_get_both_ways_back():
+    report = explain_devices(Masker(), {"x": torch.ones(2, 3, 2), "x_len": torch.tensor([3, 2], device="meta")})
+    assert report.target == "cpu" and report.mismatches == ["x_len"]
+    assert any("`x_len = x_len.cpu()` if it goes to pack_padded_sequence" in s for s in report.suggestions)
+
+
+def test_float_or_2d_tensors_named_like_lengths_are_ordinary_inputs():
+    inputs = {"seq_len": torch.ones(2), "lengths": torch.ones(2, 2, dtype=torch.long)}
+    report = explain_devices(nn.Linear(2, 2).to("meta"), inputs)
+    assert report.mismatches == ["lengths", "seq_len"]
 
 
 def test_lengths_on_the_cpu_do_not_choose_the_target():
@@ -347,3 +389,76 @@ def test_a_dataloader_generator_off_the_cpu_gets_the_way_back_and_a_bare_one_is_
     assert any('torch.Generator(device="cpu")' in s for s in report.suggestions)
     assert entry(report, "g").status == "note"            # one for torch.randn(..., generator=g) may be on a GPU
     assert not any(".to(" in s for s in report.suggestions)
+
+
+# --- nn.DataParallel and Hugging Face style batches -----------------------------------------------------------
+
+def data_parallel_on(device: str) -> nn.DataParallel:
+    """What ``nn.DataParallel(model)`` looks like on a machine with CUDA: here no GPU is needed to build it."""
+    dp = nn.DataParallel(nn.Linear(2, 2))
+    dp.device_ids, dp.src_device_obj = [0], torch.device(device)
+    return dp
+
+
+@pytest.mark.parametrize("inputs", [{"x": torch.ones(2, device="meta")}, {"x": torch.ones(2)}])
+def test_a_data_parallel_model_on_the_cpu_moves_to_device_ids_0_never_the_inputs_to_the_cpu(inputs):
+    report = explain_devices(data_parallel_on("cuda:0"), inputs)
+    assert report.target == "cuda:0" and "device_ids[0]" in report.reason
+    assert report.mismatches == ["module.bias", "module.weight"] and entry(report, "x").status == "note"
+    text = " ".join(report.suggestions)
+    assert 'model.to("cuda:0")' in text and "scatters" in text
+    assert ".cpu()" not in text and 'to("cpu")' not in text and "Move input" not in text
+
+
+def test_a_data_parallel_model_ignores_a_device_it_cannot_run_on():
+    report = explain_devices(data_parallel_on("cuda:0"), {"x": torch.ones(2)}, device="cpu")
+    assert report.target == "cuda:0" and any("device_ids[0]" in p for p in report.problems)
+    assert not explain_devices(data_parallel_on("cuda:0"), device="cuda:0").problems
+
+
+def test_a_data_parallel_model_without_gpus_is_an_ordinary_module():
+    report = explain_devices(nn.DataParallel(nn.Linear(2, 2)), {"x": torch.ones(2, device="meta")})
+    assert report.target == "cpu" and report.mismatches == ["x"]
+
+
+class BatchEncodingLike(UserDict):
+    """The shape of a Hugging Face ``BatchEncoding``: a ``UserDict`` of tensors whose ``.to`` moves them all."""
+
+    def to(self, device):
+        self.data = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.data.items()}
+        return self
+
+
+def tokens(device: str = "cpu") -> BatchEncodingLike:
+    return BatchEncodingLike(input_ids=torch.ones(2, 4, dtype=torch.long, device=device),
+                             attention_mask=torch.ones(2, 4, dtype=torch.long, device=device))
+
+
+def test_a_batch_encoding_is_looked_inside_and_moved_in_one_call():
+    model = nn.Embedding(5, 3).to("meta")
+    report = explain_devices(model, {"batch": tokens()})
+    assert report.mismatches == ["batch['attention_mask']", "batch['input_ids']"]
+    assert 'batch = batch.to("meta")' in report.text() and "Move input" not in report.text()
+    as_inputs = explain_devices(model, tokens())
+    assert as_inputs.mismatches == ["attention_mask", "input_ids"]
+    assert any('inputs = inputs.to("meta")' in s for s in as_inputs.suggestions)
+    moved = explain_devices(model, tokens().to("meta"))
+    assert moved.ok and moved.target == "meta"
+
+
+def test_a_plain_mapping_without_to_gets_a_move_per_tensor():
+    class Batch(UserDict):
+        pass
+    report = explain_devices(nn.Linear(2, 2).to("meta"), {"batch": Batch(x=torch.ones(2))})
+    assert report.mismatches == ["batch['x']"] and """batch['x'] = batch['x'].to("meta")""" in report.text()
+
+
+def test_a_hostile_mapping_never_crashes_the_report():
+    class Broken(UserDict):
+        def items(self):
+            raise RuntimeError("no")
+
+        def to(self, device):
+            raise RuntimeError("no")
+    report = explain_devices(nn.Linear(2, 2), {"batch": Broken(x=torch.ones(2))})
+    assert isinstance(report.text(), str) and isinstance(report._repr_html_(), str)

@@ -170,9 +170,12 @@ def test_load_state_dict_assign_takes_the_tensors_themselves():
 @pytest.mark.gpu
 @mps_only
 def test_mps_has_no_float64():
-    message = raised(lambda: torch.zeros(2, dtype=torch.float64).to("mps"), TypeError)
-    assert message == ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
-                       "float64. Please use float32 instead.")
+    """Moving a float64 tensor there and making one there raise the same TypeError: ATen's MPS allocation
+    (``empty_mps``, ``empty_strided_mps`` in ``aten/src/ATen/mps/EmptyTensor.cpp``) refuses Double."""
+    wording = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please "
+               "use float32 instead.")
+    assert raised(lambda: torch.zeros(2, dtype=torch.float64).to("mps"), TypeError) == wording
+    assert raised(lambda: torch.zeros(2, dtype=torch.float64, device="mps"), TypeError) == wording
 
 
 def test_mps_and_accelerator_have_a_synchronize():

@@ -30,7 +30,7 @@ from course_utils import device as course_device
 from course_utils import runtime, timing, transfer
 from course_utils.exercises import exercise_ids, get_exercise
 from simulated_devices import (STRICT_RULES, cuda_rules, cuda_rules_fixture, mps_rules,  # noqa: F401
-                               mps_rules_fixture, second_gpu, second_gpu_fixture)
+                               mps_rules_fixture, per_argument_message, second_gpu, second_gpu_fixture)
 from test_exercises import as_kind
 
 IDS = exercise_ids()
@@ -166,8 +166,10 @@ ALTERNATIVES = {
         "consume_prefix_in_state_dict_if_present": consume_prefix_copy,
     },
     "08.bad_labels": {
-        "loop": lambda labels, n: [i for i, v in enumerate(labels.tolist()) if not 0 <= v < n],
-        "torch.where": lambda labels, n: torch.where((labels < 0) | (labels >= n))[0].tolist(),
+        "loop": lambda labels, n, ignore_index=-100: [
+            i for i, v in enumerate(labels.tolist()) if not 0 <= v < n and v != ignore_index],
+        "torch.where": lambda labels, n, ignore_index=-100: torch.where(
+            ((labels < 0) | (labels >= n)) & (labels != ignore_index))[0].tolist(),
     },
 }
 
@@ -311,20 +313,62 @@ def test_mps_rules_allow_everything_else(mps_rules):
     assert course_device.supports_dtype("meta", torch.float32) and course_device.supports_dtype("cpu", torch.float64)
 
 
+#: What CUDA's per-argument check says for a Linear layer on cuda:0 and a CPU batch, by version (2.7 is the floor).
+LINEAR_ON_CUDA = {
+    "2.7": "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
+           "checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+    "2.8": "Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on "
+           "cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+}
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("2.7.0", "2.7"), ("2.7.1+cu126", "2.7"), ("2.8.0", "2.8"), ("2.8.0a0+git5e2ef2a", "2.8"), ("2.13.0+cpu", "2.8"),
+    ("2.14.1", "2.8"), ("3.0.0", "2.8")])
+def test_per_argument_message_has_each_versions_wording(version, expected):
+    assert per_argument_message("mat1", "cpu", "cuda:0", "wrapper_CUDA_addmm", version) == LINEAR_ON_CUDA[expected]
+
+
+def test_the_installed_pytorch_builds_the_per_argument_wording_the_simulation_raises():
+    """The fixed parts of that wording are string constants in ``libtorch_cpu`` (ATen's ``adaption.cpp``), in
+    every build, CPU-only ones included: the simulation's wording must be the one this PyTorch has."""
+    from pathlib import Path
+    library = next((Path(torch.__file__).parent / "lib").glob("libtorch_cpu.*"), None)
+    if library is None:
+        pytest.skip("no libtorch_cpu in this PyTorch")
+    data = library.read_bytes()
+    message = per_argument_message("ARG", "DEV", "COMMON", "METHOD")
+    parts = [part for part in message.replace("ARG", "|").replace("DEV", "|").replace("COMMON", "|")
+             .replace("METHOD", "|").split("|") if len(part) >= 8]
+    assert len(parts) >= 2
+    for part in parts:
+        assert part.encode() in data, part
+    newer = "but got" in message                   # the other wording's own part is not in this build
+    assert ("! (when checking argument for argument " if newer else ", different from other tensors on ").encode() \
+        not in data
+
+
 def test_cuda_rules_report_mixed_arguments_as_cuda_does(cuda_rules):
     layer = nn.Linear(3, 2).to("meta")
     with pytest.raises(RuntimeError) as info:
         layer(torch.ones(1, 3))
-    assert str(info.value) == ("Expected all tensors to be on the same device, but got mat1 is on cpu, different "
-                               "from other tensors on meta (when checking argument in method wrapper_CUDA_addmm)")
-    with pytest.raises(RuntimeError, match="got indices is on cpu.*wrapper_CUDA_embedding"):
+    assert str(info.value) == per_argument_message("mat1", "cpu", "meta", "wrapper_CUDA_addmm")
+    assert str(info.value) in (LINEAR_ON_CUDA["2.7"].replace("cuda:0", "meta"),
+                               LINEAR_ON_CUDA["2.8"].replace("cuda:0", "meta"))
+    with pytest.raises(RuntimeError, match="indices.*cpu.*wrapper_CUDA_embedding"):
         nn.Embedding(5, 2).to("meta")(torch.tensor([1, 2]))
-    with pytest.raises(RuntimeError, match=r"got mat2 is on cpu.*wrapper_CUDA_mm"):
+    with pytest.raises(RuntimeError, match=r"mat2.*wrapper_CUDA_mm") as info:
         torch.ones(2, 2, device="meta") @ torch.ones(2, 2)
-    with pytest.raises(RuntimeError, match=r"got mat2 is on cpu.*wrapper_CUDA_mm"):
+    assert str(info.value) == per_argument_message("mat2", "cpu", "meta", "wrapper_CUDA_mm")
+    with pytest.raises(RuntimeError, match=r"mat2.*wrapper_CUDA_mm"):
         torch.ones(2, 2, device="meta") @ torch.tensor(2.0).expand(2, 2)
-    with pytest.raises(RuntimeError, match=r"Input type \(torch.FloatTensor\) and weight type .* should be the same"):
+    with pytest.raises(RuntimeError) as info:
         nn.Conv1d(1, 1, 2).to("meta")(torch.ones(1, 1, 4))
+    assert str(info.value).startswith("Input type (torch.FloatTensor) and weight type (") and str(info.value) \
+        .endswith(") should be the same or input should be a MKLDNN tensor and weight is a dense tensor")
+    with pytest.raises(RuntimeError) as info:                    # an input on the "GPU": no MKLDNN clause
+        nn.Conv1d(1, 1, 2)(torch.ones(1, 1, 4, device="meta"))
+    assert str(info.value).endswith("and weight type (torch.FloatTensor) should be the same"), str(info.value)
 
 
 def test_cuda_rules_leave_element_wise_ops_to_meta(cuda_rules):

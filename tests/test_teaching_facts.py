@@ -339,3 +339,169 @@ def test_a_module_without_super_init_cannot_hold_a_layer():
 
     message = raised(Forgetful, AttributeError)
     assert message == "cannot assign module before Module.__init__() call"
+
+
+# --- issue 20: wordings by version, and what the course lacked -----------------------------------------
+
+from nbtools import load, notebook_paths, source  # noqa: E402
+from simulated_devices import per_argument_message  # noqa: E402
+
+from course_utils.runtime import MIN_TORCH  # noqa: E402
+
+
+def _notebook(number: str) -> dict:
+    return load(next(p for p in notebook_paths() if p.name.startswith(number)))
+
+
+def _text(number: str, kind: str | None = None) -> str:
+    """All of a notebook's cells of ``kind`` (every cell when None), line breaks turned into spaces, followed by
+    what its ``print`` calls of plain strings print (a long message is often split over several arguments)."""
+    cells = [c for c in _notebook(number)["cells"] if kind is None or c["cell_type"] == kind]
+    return " ".join([" ".join(source(c).split()) for c in cells] + [_printed(c) for c in cells])
+
+
+def _printed(cell: dict) -> str:
+    """The string arguments of the ``print`` calls in a code cell, joined as ``print`` joins them."""
+    import ast
+    if cell["cell_type"] != "code":
+        return ""
+    try:
+        tree = ast.parse(source(cell))
+    except SyntaxError:                           # IPython syntax (the Colab install cell's %pip)
+        return ""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    return " ".join(" ".join(arg.value for arg in call.args if isinstance(arg, ast.Constant)
+                             and isinstance(arg.value, str)) for call in calls)
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_every_notebook_says_which_versions_its_messages_are_quoted_from(path):
+    floor = ".".join(map(str, MIN_TORCH))
+    opening = " ".join(source(load(path)["cells"][0]).split())
+    assert (f"Error messages are quoted as PyTorch {floor} to 2.14 print them; where the wording changed between "
+            "those versions, each form is labelled with the versions that print it.") in opening
+
+
+@pytest.mark.parametrize("number, arg, method", [("01", "index", "wrapper_CUDA__index_select"),
+                                                 ("03", "mat1", "wrapper_CUDA_addmm"),
+                                                 ("06", "mat1", "wrapper_CUDA_addmm")])
+def test_per_argument_wordings_are_quoted_for_each_version(number, arg, method):
+    """Both wordings of CUDA's per-argument check are quoted, each after the versions that print it."""
+    text = _text(number)
+    newer = per_argument_message(arg, "cpu", "cuda:0", method, "2.8.0")
+    older = per_argument_message(arg, "cpu", "cuda:0", method, "2.7.0")
+    assert newer in text and older in text
+    assert text.rindex("PyTorch 2.8 and later", 0, text.index(newer)) < text.index(newer)
+    assert text.rindex("PyTorch 2.7", 0, text.index(older)) < text.index(older)
+
+
+def test_lesson_06_quotes_the_zero_dim_addmm_wording_of_each_version():
+    text = _text("06", "code")
+    assert per_argument_message("mat1", "cuda:0", "cpu", "wrapper_CUDA_addmm", "2.8.0") in text
+    assert per_argument_message("mat1", "cuda:0", "cpu", "wrapper_CUDA_addmm", "2.7.0") in text
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_cuda_per_argument_checks_say_what_the_installed_version_says():
+    index = torch.tensor([0, 2])
+    assert raised(lambda: torch.zeros(4, device="cuda:0").index_select(0, index)) == per_argument_message(
+        "index", "cpu", "cuda:0", "wrapper_CUDA__index_select")
+    m = torch.ones(2, 2, device="cuda:0")
+    assert raised(lambda: torch.addmm(torch.tensor(1.0), m, m)) == per_argument_message(
+        "mat1", "cuda:0", "cpu", "wrapper_CUDA_addmm")
+
+
+def test_a_copy_made_by_to_is_not_a_leaf_and_its_grad_stays_none():
+    w = torch.randn(3, requires_grad=True)
+    copy = w.to(torch.float64)
+    copy.sum().backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert copy.grad is None
+    assert any("not a leaf Tensor is being accessed" in str(c.message) for c in caught)
+    assert not copy.is_leaf and torch.equal(w.grad, torch.ones(3))
+    assert "its `.grad` stays `None`" in _text("03", "markdown")
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_a_copy_moved_to_the_gpu_leaves_the_gradient_on_the_cpu_leaf():
+    w = torch.randn(3, requires_grad=True)
+    on_gpu = w.to("cuda")
+    on_gpu.sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert on_gpu.grad is None
+    assert w.grad.device.type == "cpu" and torch.equal(w.grad, torch.ones(3))
+
+
+def test_a_layer_built_inside_forward_is_never_moved():
+    class BuiltInForward(nn.Module):
+        def forward(self, x):
+            return nn.Linear(4, 2)(x)
+
+    late = BuiltInForward().to("meta")
+    assert list(late.parameters()) == []
+    assert "cpu" in raised(lambda: late(torch.randn(8, 4, device="meta")))
+    assert "**A layer built inside `forward`**" in _text("06", "markdown")
+
+
+def test_a_dict_of_tensors_moves_with_a_comprehension_and_has_no_to_of_its_own():
+    encoded = {"input_ids": torch.tensor([[101, 7592, 102]]), "attention_mask": torch.ones(1, 3, dtype=torch.long)}
+    moved = {name: t.to("meta") for name, t in encoded.items()}
+    assert all(t.device.type == "meta" for t in moved.values())
+    assert all(t.device.type == "cpu" for t in encoded.values())
+    assert not hasattr(encoded, "to") and "`BatchEncoding`" in _text("03", "markdown")
+
+
+def test_a_hugging_face_batch_encoding_moves_its_tensors_and_returns_itself():
+    tokenization = pytest.importorskip("transformers.tokenization_utils_base")
+    encoding = tokenization.BatchEncoding({"input_ids": torch.tensor([[1, 2]]), "note": "text"})
+    assert encoding.to("meta") is encoding
+    assert encoding["input_ids"].device.type == "meta" and encoding["note"] == "text"
+
+
+def test_no_lesson_says_non_blocking_overlaps_a_copy_with_compute():
+    """On one stream a copy and the kernels run in order: `non_blocking` frees the CPU; overlap with GPU compute
+    needs a second stream (lessons 07 and 08 say so)."""
+    for number in ("07", "08"):
+        text = _text(number, "markdown")
+        for wrong in ("lets the copy overlap with compute", "lets it overlap with compute",
+                      "lets the copy overlap with the GPU's work", "lets it run while the GPU computes",
+                      "`non_blocking=True` overlaps a copy only"):
+            assert wrong not in text, (number, wrong)
+    assert "second CUDA stream" in _text("08", "markdown") and "second stream" in _text("07", "markdown")
+    assert "torch.cuda.Stream()" in _text("07", "code") and "wait_stream(side)" in _text("07", "code")
+
+
+@pytest.mark.gpu
+@cuda_only
+def test_a_copy_on_a_side_stream_arrives_once_the_default_stream_waits_for_it():
+    host = torch.arange(2**20, dtype=torch.float32).pin_memory()
+    on_gpu = torch.zeros(2**20, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_gpu.copy_(host, non_blocking=True)
+    torch.cuda.current_stream().wait_stream(side)
+    doubled = on_gpu * 2                          # queued on the default stream, after the copy
+    assert torch.equal(doubled.cpu(), host * 2)
+
+
+def test_lesson_04_has_one_mps_float64_wording_and_the_synchronize_cell_reads_the_build():
+    text = _text("04")
+    assert "Trying to convert Double" not in text
+    assert "raises the same `TypeError`" in text
+    code = next(source(c) for c in _notebook("04")["cells"] if "torch.accelerator.synchronize()" in source(c)
+                and c["cell_type"] == "code")
+    assert "except RuntimeError" in code and "Cannot access accelerator device when none is available." in code
+    assert "Found no NVIDIA driver" in code
+
+
+def test_the_instructors_guide_quotes_each_versions_per_argument_wording():
+    from nbtools import ROOT
+    guide = " ".join((ROOT / "docs" / "instructor.md").read_text(encoding="utf-8").split())
+    assert per_argument_message("mat1", "cpu", "cuda:0", "wrapper_CUDA_addmm", "2.8.0") in guide
+    assert per_argument_message("mat1", "cpu", "cuda:0", "wrapper_CUDA_addmm", "2.7.0") in guide

@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from ..exercises import grader
-from ..grading import Wrong, call, describe, expect_callable, safe_repr
+from ..grading import Crashed, Wrong, call, describe, expect_callable, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -125,13 +125,14 @@ def _grade_strip_prefix(answer: Any) -> str:
 
 # --- exercise 08.bad_labels ------------------------------------------------------------------
 
-def bad_labels(labels, num_classes):
-    """Positions (a sorted list of ints) of the labels outside 0..num_classes-1."""
-    bad = (labels < 0) | (labels >= num_classes)
+def bad_labels(labels, num_classes, ignore_index=-100):
+    """Positions (a sorted list of ints) of the labels a loss refuses: outside 0..num_classes-1, not ignore_index."""
+    bad = ((labels < 0) | (labels >= num_classes)) & (labels != ignore_index)
     return bad.nonzero().flatten().tolist()
 
 
-def _label_cases(gen: torch.Generator) -> list[tuple[str, torch.Tensor, int]]:
+def _label_cases(gen: torch.Generator) -> list[tuple[str, torch.Tensor, int, int | None]]:
+    """(description, labels, num_classes, ignore_index or None for the default) for each check."""
     ok = torch.randint(0, 10, (32,), generator=gen)
     too_big = ok.clone()
     too_big[[3, 17]] = 10
@@ -139,41 +140,88 @@ def _label_cases(gen: torch.Generator) -> list[tuple[str, torch.Tensor, int]]:
     negative[0] = -1
     both = torch.randint(0, 3, (12,), generator=gen)
     both[[2, 5, 11]] = torch.tensor([3, -100, 7])
+    padded = torch.randint(0, 4, (10,), generator=gen)
+    padded[[1, 4, 8]] = torch.tensor([-1, -100, -1])
     return [
-        ("32 labels for 10 classes, all valid", ok, 10),
-        ("32 labels for 10 classes, two of them equal to 10", too_big, 10),
-        ("32 labels for 10 classes, the first one -1", negative, 10),
-        ("12 labels for 3 classes: one 3, one -100, one 7", both, 3),
-        ("labels of dtype int32", too_big.to(torch.int32), 10),
-        ("an empty batch", torch.empty(0, dtype=torch.long), 4),
+        ("32 labels for 10 classes, all valid", ok, 10, None),
+        ("32 labels for 10 classes, two of them equal to 10", too_big, 10, None),
+        ("32 labels for 10 classes, the first one -1", negative, 10, None),
+        ("12 labels for 3 classes: one 3, one -100 (the default ignore_index, skipped by the loss), one 7",
+         both, 3, None),
+        ("labels of dtype int32", too_big.to(torch.int32), 10, None),
+        ("an empty batch", torch.empty(0, dtype=torch.long), 4, None),
+        ("10 labels for 4 classes padded with ignore_index=-1: two -1 (skipped) and one -100 (refused)",
+         padded, 4, -1),
     ]
 
 
+def _not_a_plain_list(got: Any, want: list[int]) -> str | None:
+    """Why ``got`` is not a plain list of plain ints, in words; None when it is one.
+
+    Only exact types count: a ``list`` (or ``int``) subclass could define ``==`` and ``!=`` to say anything."""
+    if type(got) is list and all(type(i) is int for i in got):
+        return None
+    if isinstance(got, torch.Tensor):
+        return (f"you returned a tensor ({describe(got)}). Return a plain list of Python ints: "
+                "`.tolist()` converts.")
+    if got is None:
+        return "your function returned None: did you forget the `return`?"
+    if isinstance(got, (set, frozenset)):
+        return "you returned a set, which has no order. Return a sorted list: `sorted(...)` makes one."
+    if isinstance(got, (tuple, range)):
+        return f"you returned a {type(got).__name__}; return a list (`list(...)` makes one), expected {want}."
+    if type(got) is not list:
+        return (f"you returned {safe_repr(got)} (a `{type(got).__name__}`); return a plain `list` of ints, "
+                f"expected {want}.")
+    odd = next(i for i in got if type(i) is not int)
+    if isinstance(odd, torch.Tensor):
+        return ("your list holds tensors; return plain Python ints. `.tolist()` on the positions tensor gives "
+                "them.")
+    return (f"one item is {safe_repr(odd)}, a `{type(odd).__name__}`; every position should be a plain Python "
+            "`int` (`.tolist()` gives them; `int(i)` converts one).")
+
+
 @grader("08.bad_labels", reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
-    "A label is valid when `0 <= label < num_classes`. Compare the whole tensor at once, then ask where the "
-    "comparison is False.",
-    "`(labels < 0) | (labels >= num_classes)` is a boolean tensor, True at the bad positions. "
-    "`.nonzero()` gives those positions; `.flatten().tolist()` makes them a list of Python ints.",
-    "`return ((labels < 0) | (labels >= num_classes)).nonzero().flatten().tolist()`",
+    "A label is refused when it is outside `0 <= label < num_classes`, unless it equals `ignore_index`: the loss "
+    "skips those positions (that is how padding is marked). Compare the whole tensor at once, then ask where the "
+    "result is True.",
+    "`((labels < 0) | (labels >= num_classes)) & (labels != ignore_index)` is a boolean tensor, True at the bad "
+    "positions. `.nonzero()` gives those positions; `.flatten().tolist()` makes them a list of Python ints.",
+    "`return (((labels < 0) | (labels >= num_classes)) & (labels != ignore_index)).nonzero().flatten().tolist()`",
 ))
 def _grade_bad_labels(answer: Any) -> str:
     fn = expect_callable(answer, "bad_labels")
     gen = torch.Generator().manual_seed(80)
-    for description, labels, num_classes in _label_cases(gen):
+    for description, labels, num_classes, ignore_index in _label_cases(gen):
         given = labels.clone()
-        got = call(fn, given, num_classes, context=f"{description} (a {describe(labels)})")
-        want = bad_labels(labels, num_classes)
+        context = f"{description} (a {describe(labels)})"
+        extra = {} if ignore_index is None else {"ignore_index": ignore_index}
+        try:
+            got = call(fn, given, num_classes, context=context, **extra)
+        except Crashed as e:
+            if extra and isinstance(e.error, TypeError) and "ignore_index" in str(e.error):
+                raise Wrong("Your function takes no `ignore_index`. Give it the parameter with the loss's own "
+                            "default, `def bad_labels(labels, num_classes, ignore_index=-100):`, and skip the "
+                            "labels equal to it.") from None
+            raise
+        want = bad_labels(labels, num_classes, -100 if ignore_index is None else ignore_index)
         if not torch.equal(given, labels):
             raise Wrong(f"For {description} your function changed the labels it was given. Only read them.")
-        if isinstance(got, torch.Tensor):
-            raise Wrong(f"For {description} you returned a tensor ({describe(got)}). Return a plain list of "
-                        "Python ints: `.tolist()` converts.")
-        if not isinstance(got, list) or any(type(i) is not int for i in got):
-            raise Wrong(f"For {description} you returned {safe_repr(got)}; expected a list of ints, {want}.")
+        why = _not_a_plain_list(got, want)
+        if why is not None:
+            raise Wrong(f"For {description} {why}")
         if got != want:
             values = [labels[i].item() for i in want]
+            skip = -100 if ignore_index is None else ignore_index
+            flagged = [i for i in got if 0 <= i < len(labels) and labels[i].item() == skip]
+            if flagged:
+                raise Wrong(f"For {description} you returned {safe_repr(got)}, but position {flagged[0]} holds "
+                            f"{skip}, the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels "
+                            "on the CPU and on the GPU (no assert), so they are not bad. Leave out the labels equal "
+                            f"to `ignore_index`. The bad positions are {want} (labels {values}).")
             raise Wrong(f"For {description} (num_classes={num_classes}) you returned {safe_repr(got)}; the bad "
                         f"positions are {want} (labels {values}). Valid labels run from 0 to num_classes - 1: "
-                        "catch negative labels and labels equal to num_classes too.")
-    return ("Right: you find every label outside 0..num_classes-1, the ones that make a GPU stop with "
-            "\"device-side assert triggered\". Check a suspicious batch like this before blaming the GPU.")
+                        "catch negative labels and labels equal to num_classes too (all but `ignore_index`).")
+    return ("Right: you find every label outside 0..num_classes-1 that the loss does not skip, the ones that make "
+            "a GPU stop with \"device-side assert triggered\". Check a suspicious batch like this before blaming "
+            "the GPU.")
