@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .grading import Crashed, NotAttempted, TimeLimit, Wrong, safe_repr
+from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 #: Seconds a single check may run before it is stopped (learner code may loop forever).
@@ -115,7 +115,10 @@ def check(exercise_id: str, answer: Any) -> Result:
     try:
         with _time_limit(TIME_LIMIT), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):
-            feedback = ex.grade(answer)
+            with ModesKept() as modes:  # what learner code ran outside grading.call may leave active
+                feedback = ex.grade(answer)
+            if modes.changed:
+                raise Wrong(_MODE_LEFT)
         status = PASSED
     except NotAttempted:
         status, feedback = NOT_ATTEMPTED, (
@@ -136,6 +139,11 @@ def check(exercise_id: str, answer: Any) -> Result:
     points = ex.points if status == PASSED else 0
     return Result(ex.id, ex.title, status, points, ex.points, feedback,
                   printed=_shorten(printed.getvalue()))
+
+
+_MODE_LEFT = ("Your code left a torch function mode or dispatch mode active while it was checked (one it entered "
+              "and never left), which would see, and could change, every comparison the check makes. Leave "
+              "every mode you enter: use a `with` block.")
 
 
 def hints(exercise_id: str) -> tuple[str, ...]:

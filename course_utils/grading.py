@@ -7,12 +7,18 @@ A grader is a function ``grade(answer) -> str`` that returns a success message, 
 from __future__ import annotations
 
 import inspect
+import numbers
 import os
 import reprlib
 import sys
 from typing import Any, Callable, Iterator
 
 import torch
+import torch.utils._device as _device_module
+from torch._C import (_get_dispatch_stack_at, _get_function_stack_at, _len_torch_dispatch_stack,
+                      _len_torch_function_stack, _pop_torch_function_stack, _push_on_torch_function_stack)
+from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
+from torch.utils._python_dispatch import _push_mode as _push_dispatch_mode
 
 from . import device as _device
 
@@ -51,15 +57,64 @@ def describe(t: torch.Tensor) -> str:
     return f"{dtype} tensor of shape {tuple(t.shape)} on {t.device}"
 
 
+class ModesKept:
+    """``with ModesKept() as kept:``: after the block, PyTorch's torch function and dispatch modes (and
+    the default device, which is one) are those active before it, whatever code in the block entered
+    and left active; ``kept.changed`` says whether it had.
+
+    A mode left active by an answer would see every torch call the check makes next, and could
+    answer its comparisons (``torch.equal``) with anything. The functions used here were bound when
+    this module was imported: patching ``torch._C`` does not change them.
+    """
+
+    def __enter__(self) -> "ModesKept":
+        self.before, self.changed = _modes(), False
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        functions, dispatch, context, current = self.before
+        now = _modes()
+        if all(len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(now, self.before)):
+            return
+        self.changed = True
+        for _ in range(_len_torch_function_stack()):
+            _pop_torch_function_stack()
+        for mode in functions:
+            _push_on_torch_function_stack(mode)
+        for _ in range(_len_torch_dispatch_stack()):
+            _pop_dispatch_mode()
+        for mode in dispatch:
+            _push_dispatch_mode(mode)
+        holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+        if context:
+            holder.device_context = context[0]
+        elif hasattr(holder, "device_context"):
+            del holder.device_context
+        _device_module.CURRENT_DEVICE = current[0]
+
+
+def _modes() -> tuple[tuple, ...]:
+    """What decides which modes see a torch call in this thread: the torch function modes and the
+    dispatch modes (in the order they go back on), and what ``torch.set_default_device`` records of
+    its own mode (each as a tuple, empty when not set)."""
+    holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    return (tuple(_get_function_stack_at(i) for i in range(_len_torch_function_stack())),
+            tuple(_get_dispatch_stack_at(i) for i in range(_len_torch_dispatch_stack())),
+            (holder.device_context,) if hasattr(holder, "device_context") else (),
+            (_device_module.CURRENT_DEVICE,))
+
+
 def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
-    """Call learner code, translating its exceptions for the grader.
+    """Call learner code, translating its exceptions for the grader. Modes it leaves active are
+    taken off again (:class:`ModesKept`), so that what the check does next runs as it chose.
 
     Raises:
         NotAttempted: the code raised ``NotImplementedError`` (the unsolved stub).
         Crashed: the code raised anything else (including ``SystemExit``).
     """
     try:
-        return fn(*args, **kwargs)
+        with ModesKept():
+            return fn(*args, **kwargs)
     except NotImplementedError as e:
         message = str(e)
         if "meta" in message.lower() or "could not run" in message.lower():  # PyTorch's, not the stub
@@ -101,11 +156,91 @@ def expect_callable(answer: Any, name: str, *, kind: str = "function") -> Callab
 
 
 def expect_tensor(value: Any, what: str) -> torch.Tensor:
-    """Fail kindly unless ``value`` is a tensor."""
-    if not isinstance(value, torch.Tensor):
-        raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} "
-                    f"({type(value).__name__}).")
-    return value
+    """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor.
+
+    An ``nn.Parameter`` gives a plain view of itself. Another subclass of ``torch.Tensor`` fails: its
+    ``__torch_function__`` could answer the check's own questions (``torch.equal``, ``.device``) with
+    anything. The type is read with ``type()``, which an object cannot fake (``__class__`` can).
+    """
+    kind = type(value)
+    if kind is torch.Tensor:
+        return value
+    if kind is torch.nn.Parameter:
+        return _as_subclass(value, torch.Tensor)
+    if issubclass(kind, torch.Tensor):
+        raise Wrong(f"{what} is a `{kind.__name__}`, a subclass of torch.Tensor of your own. Return an ordinary "
+                    "tensor, as PyTorch's operations make it: the check compares plain tensors.")
+    raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} ({kind.__name__}).")
+
+
+_as_subclass = torch._C.TensorBase.as_subclass  # reads nothing of the tensor's class (no __torch_function__)
+
+
+def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a tensor, by its real type (``isinstance`` would ask its ``__class__``)."""
+    return issubclass(type(value), torch.Tensor)
+
+
+def expect_int(value: Any, what: str) -> int:
+    """``value`` if it is exactly a Python ``int``; else :class:`Wrong`, saying what to return instead.
+
+    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer. ``what``
+    starts the message: ``"For n=3"`` gives ``"For n=3 you returned ..."``.
+    """
+    kind = type(value)
+    if kind is int:
+        return value
+    if issubclass(kind, torch.Tensor):
+        raise Wrong(f"{what} you returned a tensor. Return a plain Python int: `.item()` converts a one-element "
+                    "tensor.")
+    if kind is bool:
+        raise Wrong(f"{what} you returned {value}, a bool. Return the number itself, as an int.")
+    if kind is float:
+        raise Wrong(f"{what} you returned the float {value!r}. Return a Python int: `*` and `+` on ints keep "
+                    "them ints, `/` makes a float.")
+    if issubclass(kind, numbers.Integral):
+        raise Wrong(f"{what} you returned {safe_repr(value)} of type `{kind.__name__}`, not a plain Python int. "
+                    "Return a plain int: `int(...)` converts it.")
+    raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return the number as an int, a plain "
+                "Python int.")
+
+
+def expect_float(value: Any, what: str) -> float:
+    """``value`` as a float if it is exactly a Python ``int`` or ``float`` (or a NumPy float or
+    integer); else :class:`Wrong`. ``what`` starts the message, as for :func:`expect_int`."""
+    kind = type(value)
+    if kind is float or kind is int or kind in _NUMPY_REALS:
+        return float(value)
+    if issubclass(kind, torch.Tensor):
+        raise Wrong(f"{what} you returned a tensor. Return a plain Python float (`float(...)` or `.item()` "
+                    "converts a one-element tensor).")
+    if kind is not bool and issubclass(kind, numbers.Real):
+        raise Wrong(f"{what} you returned {safe_repr(value)} of type `{kind.__name__}`, not a plain Python "
+                    "number. Return a plain float: `float(...)` converts it.")
+    raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return a Python float.")
+
+
+def _numpy_reals() -> frozenset:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy ships with torch wheels
+        return frozenset()
+    return frozenset(getattr(numpy, name) for name in (
+        "float16", "float32", "float64", "longdouble", "int8", "int16", "int32", "int64", "uint8", "uint16",
+        "uint32", "uint64") if isinstance(getattr(numpy, name, None), type))
+
+
+_NUMPY_REALS = _numpy_reals()  # NumPy's own scalar types (a subclass of them is not one)
+
+
+def text_of(error: BaseException) -> str:
+    """``str(error)`` as a plain ``str`` (``""`` when it fails, or gives a ``str`` subclass whose
+    ``in`` could say anything)."""
+    try:
+        text = str(error)
+    except BaseException:  # a hostile __str__
+        return ""
+    return text if type(text) is str else ""
 
 
 def devices_to_test() -> list[torch.device]:

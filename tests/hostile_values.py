@@ -1,5 +1,9 @@
-"""Returned values that lie about themselves, shared by the lesson tests."""
+"""Returned values that lie about themselves, and modes that lie to the checks, shared by the tests."""
 from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def always_equal(base: type) -> type:
@@ -11,3 +15,57 @@ def always_equal(base: type) -> type:
 
 AlwaysEqualInt, AlwaysEqualFloat = always_equal(int), always_equal(float)
 AlwaysEqualStr, AlwaysEqualList = always_equal(str), always_equal(list)
+
+
+class ClaimsToBe:
+    """Claims to be of ``value``'s type (its ``__class__``, which ``isinstance`` asks), answers every
+    attribute as ``value`` would, and agrees with every comparison."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @property
+    def __class__(self):
+        return type(self.value)
+
+    def __getattr__(self, name):
+        return getattr(self.value, name)
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __bool__(self):
+        return True
+
+    __hash__ = object.__hash__
+
+
+class EqualsAnything(torch.Tensor):
+    """A tensor class whose ``__torch_function__`` says it equals whatever it is compared with."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.equal, torch.allclose):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class LenientMode(TorchFunctionMode):
+    """A torch function mode that answers ``torch.equal`` and ``torch.allclose`` with True."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.equal, torch.allclose):
+            return True
+        return func(*args, **(kwargs or {}))
+
+
+class LenientDispatchMode(TorchDispatchMode):
+    """A dispatch mode that answers ``aten.equal`` with True."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ == "equal":
+            return True
+        return func(*args, **(kwargs or {}))

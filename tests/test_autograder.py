@@ -58,14 +58,14 @@ def tampered() -> dict:
     return nb
 
 
-def grade(bundle: Path, root: Path, files: dict[str, dict]) -> dict:
+def grade(bundle: Path, root: Path, files: dict[str, dict], **env_vars: str) -> dict:
     """Lay out a Gradescope root, run run_autograder, return results.json."""
     with zipfile.ZipFile(bundle) as z:
         z.extractall(root / "source")
     (root / "submission").mkdir(parents=True)
     for name, nb in files.items():
         (root / "submission" / name).write_text(json.dumps(nb), encoding="utf-8")
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "COURSE_PYTHON": sys.executable}
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "COURSE_PYTHON": sys.executable, **env_vars}
     env.pop("PYTHONPATH", None)
     proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
                           text=True, timeout=600)
@@ -86,7 +86,7 @@ def valid(results: dict, ids: list[str]) -> None:
 
 
 @pytest.mark.parametrize("kind", ["solved", "unsolved", "wrong lesson", "tampered", "no notebook", "two notebooks",
-                                  "name not UTF-8"])
+                                  "name not UTF-8", "renamed"])
 def test_run_autograder(bundle, tmp_path, kind):
     files = {"solved": {"01_tensors.ipynb": solved("01")},
              "unsolved": {"01_tensors.ipynb": unsolved("01")},
@@ -94,16 +94,18 @@ def test_run_autograder(bundle, tmp_path, kind):
              "tampered": {"01_tensors.ipynb": tampered()},
              "no notebook": {},
              "two notebooks": {"01_tensors.ipynb": solved("01"), "copy.ipynb": solved("01")},
-             "name not UTF-8": {os.fsdecode(b"caf\xe9_01.ipynb"): solved("01")}}[kind]
+             "name not UTF-8": {os.fsdecode(b"caf\xe9_01.ipynb"): solved("01")},
+             "renamed": {"04_team_tensors.ipynb": solved("01")}}[kind]
     results = grade(bundle, tmp_path / "autograder", files)
     valid(results, L01)
     full = sum(get_exercise(e).points for e in L01)
-    expected_score = full if kind in ("solved", "name not UTF-8") else 0
+    expected_score = full if kind in ("solved", "name not UTF-8", "renamed") else 0
     assert results["score"] == expected_score, results["output"]
     says = {"solved": f"{len(L01)} of {len(L01)} exercises passed", "unsolved": "0 of",
             "wrong lesson": "is lesson 02's notebook", "tampered": "changes course_utils.check",
             "no notebook": "No notebook", "two notebooks": "holds 2 notebooks",
-            "name not UTF-8": f"{len(L01)} of {len(L01)} exercises passed"}[kind]
+            "name not UTF-8": f"{len(L01)} of {len(L01)} exercises passed",
+            "renamed": f"{len(L01)} of {len(L01)} exercises passed"}[kind]
     assert says in results["output"], results["output"]
     if kind == "name not UTF-8":
         assert results["extra_data"]["submission"] == "caf\ufffd_01.ipynb"
@@ -125,3 +127,41 @@ def test_the_bundle_never_overwrites_a_file_that_is_not_a_zip(tmp_path, capsys):
     assert main(["autograder", "--lesson", "01", "--out", str(old)]) == 0   # an older bundle is replaced
     assert "run_autograder" in zipfile.ZipFile(old).namelist()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["01_tensors.ipynb", "autograder_01.zip"]
+
+
+FORGER = """import json, os, signal
+forged = {"score": 999, "output": "forged", "tests": []}
+try:
+    with open(os.path.join(os.environ["AUTOGRADER_ROOT"], "results", "results.json"), "w") as f:
+        json.dump(forged, f)
+except OSError:
+    pass
+pid = os.getpid()
+while pid > 1:   # stop run_autograder, so that the forged file stands
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if b"course_utils.classroom.autograder" in f.read():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="Gradescope runs as root; so must this test")
+def test_learner_code_runs_unprivileged_and_cannot_forge_the_results(bundle, tmp_path):
+    nb = solved("01")
+    cell = next(c for c in nb["cells"] if (c.get("metadata", {}).get("course") or {}).get("exercise") == "01.nbytes")
+    cell["source"] = FORGER + "".join(cell["source"])
+    results = grade(bundle, tmp_path / "autograder", {"01_tensors.ipynb": nb}, COURSE_GRADE_USER="nobody")
+    valid(results, L01)
+    assert results["score"] == sum(get_exercise(e).points for e in L01), results["output"]
+    assert (tmp_path / "autograder" / "results").stat().st_mode & 0o777 == 0o755
+
+
+def test_setup_makes_the_unprivileged_user_and_run_autograder_uses_it(bundle):
+    with zipfile.ZipFile(bundle) as z:
+        setup, run = z.read("setup.sh").decode(), z.read("run_autograder").decode()
+    assert "useradd --system" in setup and "course-learner" in setup
+    assert 'COURSE_GRADE_USER="${COURSE_GRADE_USER:-course-learner}"' in run

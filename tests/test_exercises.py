@@ -137,3 +137,139 @@ def test_a_check_puts_back_a_default_device_the_learner_had_set():
         assert torch.get_default_device().type == "meta"
     finally:
         _restore_default_device(None)
+
+
+# --- values are judged by their real type, and tensors as plain tensors ----------------------------
+
+from hostile_values import AlwaysEqualInt, ClaimsToBe, EqualsAnything  # noqa: E402
+
+from course_utils.grading import Wrong, expect_float, expect_int, expect_tensor  # noqa: E402
+
+#: The exercises whose answer is a function.
+FUNCTIONS = [e for e in IDS if not inspect.isclass(get_exercise(e).reference)]
+#: Exercises whose answer returns a tensor.
+TENSOR_RESULTS = ["01.blank_like", "04.to_accelerator", "04.mask_future", "07.sum_batches"]
+
+
+@pytest.mark.parametrize("ex_id", FUNCTIONS)
+def test_a_value_that_claims_the_right_type_fails(ex_id):
+    """The answer returns an object that claims (through ``__class__``) the type of the right result,
+    answers every attribute as the right result would, and agrees with every comparison."""
+    reference = get_exercise(ex_id).reference
+    result = cu.check(ex_id, lambda *args: ClaimsToBe(reference(*args)))
+    assert result.status == "failed", result.feedback
+
+
+@pytest.mark.parametrize("ex_id", TENSOR_RESULTS)
+def test_a_tensor_class_that_answers_equal_fails(ex_id):
+    """Wrong values (sevens) in a tensor class of the learner's own whose ``torch.equal`` says yes."""
+    reference = get_exercise(ex_id).reference
+    result = cu.check(ex_id, lambda *args: torch.full_like(reference(*args), 7).as_subclass(EqualsAnything))
+    assert result.status == "failed" and "subclass of torch.Tensor" in result.feedback, result.feedback
+
+
+def test_dict_keys_are_judged_by_their_real_type():
+    """03.to_device: the right values, under keys that claim to equal any key."""
+    class Key:
+        def __init__(self, key):
+            self.key = key
+
+        def __hash__(self):
+            return hash(self.key)
+
+        def __eq__(self, other):
+            return True
+
+    reference = get_exercise("03.to_device").reference
+
+    def to_device(obj, device):
+        moved = reference(obj, device)
+        return {Key(k): v for k, v in moved.items()} if type(moved) is dict else moved
+
+    result = cu.check("03.to_device", to_device)
+    assert result.status == "failed" and "has the key" in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("value, says", [
+    (AlwaysEqualInt(12), "not a plain Python int"), (ClaimsToBe(12), "ClaimsToBe"), (True, "a bool"),
+    (12.0, "the float"), (torch.tensor(12), "a tensor"), ("12", "as an int"), (None, "as an int"),
+])
+def test_expect_int_takes_exactly_an_int(value, says):
+    with pytest.raises(Wrong, match=says):
+        expect_int(value, "For n=3")
+    assert type(expect_int(12, "For n=3")) is int
+
+
+@pytest.mark.parametrize("value, says", [
+    (ClaimsToBe(1.5), "ClaimsToBe"), (True, "bool"), (torch.tensor(1.5), "a tensor"), ("1.5", "str"),
+])
+def test_expect_float_takes_exactly_a_number(value, says):
+    with pytest.raises(Wrong, match=says):
+        expect_float(value, "For n=3")
+    np = pytest.importorskip("numpy")
+    assert [expect_float(v, "") for v in (1.5, 2, np.float32(0.5), np.int64(3))] == [1.5, 2.0, 0.5, 3.0]
+
+
+def test_expect_tensor_gives_a_plain_tensor():
+    t, param = torch.ones(2), torch.nn.Parameter(torch.ones(2))
+    assert expect_tensor(t, "x") is t
+    plain = expect_tensor(param, "x")
+    assert type(plain) is torch.Tensor and plain.data_ptr() == param.data_ptr() and plain.requires_grad
+    for liar, says in ((t.as_subclass(EqualsAnything), "`EqualsAnything`, a subclass of torch.Tensor"),
+                       (ClaimsToBe(t), "should be a torch.Tensor")):
+        with pytest.raises(Wrong, match=says):
+            expect_tensor(liar, "Your result")
+
+
+# --- modes an answer leaves active do not judge it ----------------------------------------------------
+
+from hostile_values import LenientDispatchMode, LenientMode  # noqa: E402
+
+from course_utils.grading import call  # noqa: E402
+
+
+def _leaves_modes(mode: type):
+    def mask_future(scores):  # wrong: nothing is masked; the mode it leaves active would say it is right
+        mode().__enter__()
+        return scores.clone()
+    return mask_future
+
+
+@pytest.mark.parametrize("mode", [LenientMode, LenientDispatchMode])
+def test_a_lenient_mode_left_active_by_the_answer_does_not_judge_it(mode):
+    result = cu.check("04.mask_future", _leaves_modes(mode))
+    assert result.status == "failed" and "-inf" in result.feedback, result.feedback
+    assert torch._C._len_torch_function_stack() == torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_call_takes_off_the_modes_and_default_device_learner_code_leaves():
+    def leaves_all():
+        LenientMode().__enter__()
+        LenientDispatchMode().__enter__()
+        torch.set_default_device("meta")
+        return "done"
+
+    torch.set_default_device("meta")  # the learner's own, from an earlier cell: it stays
+    try:
+        assert call(leaves_all) == "done"
+        assert torch._C._len_torch_function_stack() == 1 and torch._C._len_torch_dispatch_stack() == 0
+        assert torch.get_default_device().type == "meta"
+    finally:
+        _restore_default_device(None)
+    assert call(leaves_all) == "done" and torch._C._len_torch_function_stack() == 0
+    assert torch.get_default_device() == torch.device("cpu") and not torch.equal(torch.ones(1), torch.zeros(1))
+
+
+def test_a_mode_left_by_learner_code_the_check_did_not_call_fails(monkeypatch):
+    """Learner code can run where the check does not call it through ``grading.call`` (a method of an
+    object the answer returns): a mode it leaves active fails the exercise."""
+    def grade(answer):
+        answer()  # not through grading.call
+        return "looks right"
+
+    demo = exercises.Exercise("99.demo", "Demo", get_exercise("01.nbytes").reference, grade, ("a", "b"))
+    monkeypatch.setitem(exercises._REGISTRY, "99.demo", demo)
+    result = cu.check("99.demo", lambda: LenientMode().__enter__())
+    assert result.status == "failed" and "left a torch function mode or dispatch mode active" in result.feedback
+    assert torch._C._len_torch_function_stack() == 0
+    assert cu.check("99.demo", lambda: None).passed

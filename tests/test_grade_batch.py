@@ -187,10 +187,10 @@ def test_deeply_nested_json_is_not_a_notebook_but_has_its_rows(odd_batch):
     assert rows[("01_deep.ipynb", "TOTAL")]["max_points"] == str(len(L01))
 
 
-def test_the_lesson_of_a_renamed_notebook_without_metadata_is_found(odd_batch):
-    rows = odd_batch["rows"]  # from its check cells, cu.exercise("01...")
-    assert "Answer cell missing" in rows[("renamed.ipynb", NBYTES)]["feedback"]
-    assert rows[("renamed.ipynb", "TOTAL")]["max_points"] == str(len(L01))
+def test_a_notebook_whose_answer_cells_lost_their_metadata_is_graded_in_full(odd_batch):
+    rows = odd_batch["rows"]  # the lesson from its check cells, cu.exercise("01..."); the answers by name
+    assert rows[("renamed.ipynb", "TOTAL")]["max_points"] == rows[("renamed.ipynb", "TOTAL")]["points"] == str(len(L01))
+    assert "of the learner's own" in odd_batch["out"]  # the summary's Notes say which cells were run
 
 
 def test_a_file_with_no_lesson_at_all_takes_the_batchs_lesson(odd_batch):
@@ -356,24 +356,58 @@ def test_temporary_folders_are_removed(tmp_path, monkeypatch):
         runs.stop_server()
 
 
-def test_memory_is_limited_for_all_the_processes_of_a_submission(tmp_path):
-    hog = ("import os, time\n"
-           "children = []\n"
-           "for _ in range(3):  # each under the per-process limit, together over it\n"
-           "    pid = os.fork()\n"
-           "    if pid == 0:\n"
-           "        block = b'\\x01' * (300 << 20)\n"
-           "        time.sleep(6)\n"
-           "        os._exit(0)\n"
-           "    children.append(pid)\n"
-           "for pid in children:\n"
-           "    os.waitpid(pid, 0)\n")
-    write(tmp_path, {"01_forks.ipynb": solved(hog)})
-    [graded] = classroom.grade_all([str(tmp_path / "01_forks.ipynb")], classroom.Limits(40, 20, 5, 640))
+FORK_HOG = ("import os, time\n"
+            "children = []\n"
+            "for _ in range(3):  # each under the per-process limit, together over it\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        block = b'\\x01' * (300 << 20)\n"
+            "        time.sleep(6)\n"
+            "        os._exit(0)\n"
+            "    children.append(pid)\n"
+            "for pid in children:\n"
+            "    os.waitpid(pid, 0)\n")
+# mmap's shared memory is outside RLIMIT_DATA: one process mapping more than the limit is stopped too, and a
+# mapping that two processes both touch counts once (counting each one's private memory would miss both).
+MMAP_HOG = ("import mmap, os, time\n"
+            "size = 900 << 20\n"
+            "m = mmap.mmap(-1, size)  # anonymous and shared\n"
+            "child = {fork}\n"
+            "for i in range(0, size, 4096):  # with a child, both touch every page: each is mapped twice\n"
+            "    m[i] = 1\n"
+            "time.sleep(8)\n"
+            "if child == 0:\n"
+            "    os._exit(0)\n")
+
+
+@pytest.mark.parametrize("hog", [FORK_HOG, MMAP_HOG.format(fork="1"), MMAP_HOG.format(fork="os.fork()")],
+                         ids=["forked private memory", "shared memory, one process", "shared memory, two"])
+def test_memory_is_limited_for_all_the_processes_of_a_submission(tmp_path, hog):
+    write(tmp_path, {"01_hog.ipynb": solved(hog)})
+    [graded] = classroom.grade_all([str(tmp_path / "01_hog.ipynb")], classroom.Limits(40, 20, 5, 640))
     rows = {r.exercise: r for r in graded.rows}
     assert rows[NBYTES].points == 0, rows[NBYTES].feedback
     assert "used more than 640 MB of memory together with the processes it started" in rows[NBYTES].feedback
     assert rows[OTHER].points == 1  # graded again without the culprit
+
+
+def test_the_time_limit_bounds_the_whole_submission(tmp_path, monkeypatch):
+    """Cells that outlast the run's time limit (here longer than --cell-timeout allows it to stop them) are
+    left out one rerun at a time, but all the reruns together get --timeout, not --timeout each."""
+    hang = "import time\ntime.sleep(60)\n"
+    nb = solved()
+    answer = next(c for c in nb["cells"] if c.get("metadata", {}).get("course", {}).get("exercise") == NBYTES)
+    at = nb["cells"].index(answer)
+    nb["cells"][at:at] = [dict(copy.deepcopy(answer), source=hang) for _ in range(10)]  # ten hanging answer cells
+    write(tmp_path, {"01_hangs.ipynb": nb})
+    runs_made = []
+    real = grader.run_worker
+    monkeypatch.setattr(grader, "run_worker", lambda *a, **k: runs_made.append(1) or real(*a, **k))
+    [graded] = classroom.grade_all([str(tmp_path / "01_hangs.ipynb")], classroom.Limits(3, 30, 5, 640))
+    assert len(runs_made) <= 2, len(runs_made)   # one rerun per hanging cell would be 10
+    rows = {r.exercise: r for r in graded.rows}
+    assert rows[NBYTES].points == rows[OTHER].points == 0
+    assert "3 s for the whole submission" in rows[NBYTES].feedback + rows[OTHER].feedback
 
 
 def test_a_fork_bomb_is_stopped(tmp_path):

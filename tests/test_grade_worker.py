@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import inspect
 import io
 import json
 import os
@@ -27,6 +28,7 @@ from course_utils.classroom import integrity, submissions
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import with_solutions
+from hostile_values import ClaimsToBe, EqualsAnything, LenientDispatchMode, LenientMode, always_equal
 from nbtools import NOTEBOOK_DIR, load
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="grading needs Linux (/proc, prctl)")
@@ -91,11 +93,92 @@ for size in (2**20, 2**12, 64):
 """
 L02 = [e for e in exercise_ids() if get_exercise(e).lesson == "02"]
 
+
+def lesson04(to_accelerator: str = SOL["04.to_accelerator"], mask_future: str = SOL["04.mask_future"]) -> dict:
+    return notebook(cell("04.to_accelerator", to_accelerator), cell("04.mask_future", mask_future))
+
+
+def lesson05(is_on: str = SOL["05.is_on"], model_device: str = SOL["05.model_device"],
+             training_bytes: str = SOL["05.training_bytes"]) -> dict:
+    return notebook(cell("05.is_on", is_on), cell("05.model_device", model_device),
+                    cell("05.training_bytes", training_bytes))
+
+
+def defining(*objects) -> str:
+    """Answer-cell source that defines these lying values and modes of hostile_values."""
+    return ("from torch.overrides import TorchFunctionMode\n"
+            "from torch.utils._python_dispatch import TorchDispatchMode\n\n"
+            + "".join(textwrap.dedent(inspect.getsource(o)) + "\n" for o in objects))
+
+
+# Cheats that scored before (issue 21): each answer is wrong, and lies about it.
+LIES_INT = defining(always_equal) + "def training_bytes(model, optimizer):\n    return always_equal(int)(0)\n"
+LIES_CLASS = defining(ClaimsToBe) + "def is_on(x, wanted):\n    return ClaimsToBe(False)\n"
+LIES_DEVICE = defining(ClaimsToBe) + """def model_device(module):
+    devices = {p.device for p in module.parameters()} | {b.device for b in module.buffers()}
+    if len(devices) > 1:
+        raise ValueError(", ".join(sorted(str(d) for d in devices)))
+    return ClaimsToBe(torch.device("cpu")) if devices else None
+"""
+LIES_TENSOR = (defining(EqualsAnything)
+               + "def mask_future(scores):\n    return scores.clone().as_subclass(EqualsAnything)\n")
+LEAVES_MODE = ("def mask_future(scores):\n"
+               "    {mode}().__enter__()  # left active: the check's comparisons would run under it\n"
+               "    return scores.clone()\n")
+LENIENT_FUNCTION_MODE = defining(LenientMode) + LEAVES_MODE.format(mode="LenientMode")
+LENIENT_DISPATCH_MODE = defining(LenientDispatchMode) + LEAVES_MODE.format(mode="LenientDispatchMode")
+HIDES_MODE = defining(LenientMode) + """LenientMode().__enter__()  # the cell's mode, hidden from the grader
+torch._C._len_torch_function_stack = lambda: 0
+
+def mask_future(scores):
+    return scores.clone()
+"""
+EMPTIES_TABLE = """def training_bytes(model, optimizer):
+    return 0
+
+cu.lessons.l05_device_attribute.STATE_COPIES.clear()  # no optimizer left to check
+"""
+# Each takes a frame by a name its text does not show, then walks up to the checker's expected value.
+WALK_TO_WANT = ("    while 'want' not in getattr(frame, 'f_loc' + 'als'):\n"
+                "        frame = getattr(frame, 'f_' + 'back')\n"
+                "    return getattr(frame, 'f_loc' + 'als')['want']\n")
+READS_FRAMES = {
+    "sys": "def nbytes(t):\n    frame = getattr(__import__('s' + 'ys'), '_get' + 'frame')(0)\n" + WALK_TO_WANT,
+    "inspect": "def nbytes(t):\n    frame = getattr(__import__('insp' + 'ect'), 'sta' + 'ck')(0)[0].frame\n"
+               + WALK_TO_WANT,
+    "traceback": ("def nbytes(t):\n    try:\n        raise ValueError\n    except ValueError as e:\n"
+                  "        frame = getattr(e.__traceback__, 'tb_' + 'frame')\n" + WALK_TO_WANT),
+}
+COPIES_BY_COMPILE = {
+    "function": "import types\n"
+                "def nbytes(t):\n"
+                "    code = compile(cu.solution('01.nbytes', force=True), 'mine', 'exec')\n"
+                "    return types.FunctionType(code.co_consts[0], {})(t)\n",
+    "code": "def nbytes(t):\n"
+            "    def mine(t):\n"
+            "        return 0\n"
+            "    mine.__code__ = compile(cu.solution('01.nbytes', force=True), 'mine', 'exec').co_consts[0]\n"
+            "    return mine(t)\n",
+}
+
 SUBMISSIONS = {
     # 1. honest PyTorch is never tampering
     "dtype.ipynb": lesson01(nbytes=SOL["01.nbytes"] + "torch.set_default_dtype(torch.float64)\n"),
     "compiled.ipynb": lesson01(nbytes=("@torch.compile(backend='eager')\ndef double(x):\n    return 2 * x\n"
                                        "double(torch.ones(3))\n" + SOL["01.nbytes"])),
+    "reload.ipynb": lesson01(nbytes="import importlib\nimportlib.reload(course_utils)\n" + SOL["01.nbytes"]),
+    "reload_grading.ipynb": lesson01(nbytes="import importlib\nimportlib.reload(cu.grading)\n" + SOL["01.nbytes"]),
+    "libraries.ipynb": lesson01(blank_like=(  # library code that takes frames for itself is not the learner's
+        "import collections, dataclasses, logging, traceback, typing\n"
+        "def blank_like(t):\n"
+        "    Pair = collections.namedtuple('Pair', 'a b')\n"
+        "    T = typing.TypeVar('T')\n"
+        "    logging.getLogger('mine').warning('hello')\n"
+        "    try:\n"
+        "        1 / 0\n"
+        "    except ZeroDivisionError:\n"
+        "        text = traceback.format_exc()\n"
+        "    return torch.zeros_like(t)\n")),
     # 2. the reference is recognised by what it is, not by words
     "05_names.ipynb": notebook(
         cell("05.is_on", "from course_utils.grading import simulated_accelerator\n"
@@ -146,10 +229,21 @@ SUBMISSIONS = {
                               blank_like="%%time\n" + SOL["01.blank_like"]),
     "frames.ipynb": lesson01(nbytes=("import sys\nok = (1\n!= 2)\n"
                                      "def nbytes(t):\n    return getattr(sys, '_get' + 'frame')(2).f_back\n")),
+    # 6. cheats that scored before: lying values, lenient modes, hidden modes, emptied tables, frames and copies
+    "05_lies.ipynb": lesson05(is_on=LIES_CLASS, model_device=LIES_DEVICE, training_bytes=LIES_INT),
+    "04_tensor_subclass.ipynb": lesson04(mask_future=LIES_TENSOR),
+    "04_function_mode.ipynb": lesson04(mask_future=LENIENT_FUNCTION_MODE),
+    "04_dispatch_mode.ipynb": lesson04(mask_future=LENIENT_DISPATCH_MODE),
+    "04_hides_mode.ipynb": lesson04(mask_future=HIDES_MODE),
+    "05_empties_table.ipynb": lesson05(training_bytes=EMPTIES_TABLE),
+    "empties_device_table.ipynb": lesson01(nbytes="cu.device.NO_FLOAT64.clear()\n" + SOL["01.nbytes"]),
+    **{f"frames_{how}.ipynb": lesson01(nbytes=code) for how, code in READS_FRAMES.items()},
+    **{f"copy_{how}.ipynb": lesson01(nbytes=code) for how, code in COPIES_BY_COMPILE.items()},
     # 7. the grader's own limits are not the learner's fault
     "memory_hog.ipynb": lesson01(nbytes=SOL["01.nbytes"] + HOG),
     # 8. the grade belongs to the assignment
     "01_tensors.ipynb": with_solutions(load(NOTEBOOK_DIR / "02_cpu_vs_gpu.ipynb")),
+    "04_team_tensors.ipynb": lesson01(),  # lesson 01's notebook under another lesson's number
     "01_stray.ipynb": notebook(*lesson01()["cells"], cell("02.pick_device", "import os\nos._exit(1)\n")),
 }
 
@@ -193,6 +287,20 @@ def full_marks(graded: dict, submission: str) -> bool:
 def test_pytorch_changing_itself_is_not_tampering(graded, submission):
     """``set_default_dtype`` rebinds ``torch.Storage``; the first compiled call patches ``nn.Module``."""
     assert full_marks(graded, submission), graded["rows"][(submission, "TOTAL")]
+
+
+@pytest.mark.parametrize("submission", ["reload.ipynb", "libraries.ipynb"])
+def test_honest_exploration_is_not_tampering(graded, submission):
+    """``importlib.reload(course_utils)`` remakes the package's functions as they were; library code
+    (namedtuple, typing, logging, traceback) takes frames for itself, not for the learner."""
+    assert full_marks(graded, submission), graded["rows"][(submission, "TOTAL")]
+
+
+def test_a_reload_that_makes_new_classes_says_so(graded):
+    """``importlib.reload(cu.grading)`` makes a new ``Wrong``, which the checks would not catch."""
+    assert points(graded, "reload_grading.ipynb")["TOTAL"] == 0
+    assert ("changes course_utils.grading, run again by importlib.reload, which made new classes"
+            in feedback(graded, "reload_grading.ipynb", "TOTAL"))
 
 
 # --- 2. the reference solution, by what it is ----------------------------------------------------
@@ -291,6 +399,54 @@ def test_cells_are_read_as_ipython_reads_them():
     assert submissions.strip_magics("x = (1\n!= 2)\n") == "x = (1\n!= 2)\n"  # an operator, not a shell command
 
 
+# --- 6. cheats that scored before ------------------------------------------------------------------
+
+@pytest.mark.parametrize("submission, cheats, says", [
+    ("05_lies.ipynb", {"05.is_on": "return True or False", "05.model_device": "Return a single `torch.device`",
+                       "05.training_bytes": "not a plain Python int"}, None),
+    ("04_tensor_subclass.ipynb", {"04.mask_future": "a subclass of torch.Tensor of your own"}, None),
+    ("04_function_mode.ipynb", {"04.mask_future": "should be -inf"}, None),
+    ("04_dispatch_mode.ipynb", {"04.mask_future": "should be -inf"}, None),
+    ("05_empties_table.ipynb", {"05.training_bytes": "you returned 0"}, "has no attribute 'clear'"),
+])
+def test_answers_that_lie_earn_nothing(graded, submission, cheats, says):
+    """A value whose ``==`` or ``__class__`` lies, a tensor class that answers ``torch.equal``, a lenient
+    mode left active by the answer, and a check's table emptied by the answer cell: each exercise is
+    judged on plain values, and the others are graded as usual."""
+    got = points(graded, submission)
+    assert {e: got[e] for e in cheats} == dict.fromkeys(cheats, 0)
+    assert got["TOTAL"] == len(got) - 1 - len(cheats), got
+    for ex_id, text in cheats.items():
+        assert text in feedback(graded, submission, ex_id) and (says or "") in feedback(graded, submission, ex_id)
+
+
+@pytest.mark.parametrize("submission, changed", [
+    ("04_hides_mode.ipynb", "torch._C._len_torch_function_stack"),
+    ("empties_device_table.ipynb", "course_utils.device.NO_FLOAT64"),
+])
+def test_hiding_a_mode_or_emptying_a_table_is_tampering(graded, submission, changed):
+    """Patching ``torch._C`` (to hide a mode from the grader) and changing what a course table holds,
+    in place, are changes to what the checks rely on."""
+    assert points(graded, submission)["TOTAL"] == 0
+    assert f"changes {changed}" in feedback(graded, submission, "TOTAL")
+
+
+@pytest.mark.parametrize("how, used", [("sys", "sys._getframe"), ("inspect", "inspect.stack"),
+                                       ("traceback", "tb_frame")])
+def test_taking_a_frame_by_a_computed_name_earns_nothing(graded, how, used):
+    submission = f"frames_{how}.ipynb"
+    assert points(graded, submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert f"took a frame of the call stack while it ran (`{used}`)" in feedback(graded, submission, "01.nbytes")
+
+
+@pytest.mark.parametrize("how", sorted(COPIES_BY_COMPILE))
+def test_a_copy_of_the_reference_made_without_exec_earns_nothing(graded, how):
+    """``compile(cu.solution(...))``, then ``types.FunctionType`` or ``f.__code__ = ...``."""
+    submission = f"copy_{how}.ipynb"
+    assert points(graded, submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert "course reference solution" in feedback(graded, submission, "01.nbytes")
+
+
 # --- 7. the grader's own limits --------------------------------------------------------------------
 
 def test_running_out_of_memory_while_verifying_is_not_tampering(graded):
@@ -325,26 +481,35 @@ def test_verify_frees_memory_then_says_the_grader_ran_out(monkeypatch):
 
 # --- 8. the grade belongs to the assignment --------------------------------------------------------
 
-def test_a_notebook_of_another_lesson_scores_nothing_for_this_one(graded):
-    rows = points(graded, "01_tensors.ipynb")
-    assert rows == {"01.nbytes": 0, "01.blank_like": 0, "TOTAL": 0}  # no 02.* rows
-    text = feedback(graded, "01_tensors.ipynb", "01.nbytes")
+def test_a_notebook_is_graded_as_the_lesson_of_its_answer_cells_whatever_its_name(graded):
+    assert points(graded, "04_team_tensors.ipynb") == {"01.nbytes": 1, "01.blank_like": 1, "TOTAL": 2}
+    l02 = points(graded, "01_tensors.ipynb")
+    assert sorted(l02) == sorted(L02 + ["TOTAL"]) and l02["TOTAL"] == sum(get_exercise(e).points for e in L02)
+    assert "graded as lesson 01, the lesson of its answer cells (its name says 04)" in graded["out"]
+
+
+def test_forced_to_another_lesson_a_notebook_scores_nothing_and_says_why(tmp_path):
+    path = tmp_path / "01_tensors.ipynb"
+    path.write_text(json.dumps(SUBMISSIONS["01_tensors.ipynb"]), encoding="utf-8")
+    grade = classroom.grade_notebook(str(path), classroom.Limits(), lesson="01")
+    assert grade.points == 0 and [r.exercise for r in grade.rows] == ["01.blank_like", "01.nbytes"]
+    text = next(r.feedback for r in grade.rows if r.exercise == "01.nbytes")
     assert "Answer cell missing" in text and all(e in text for e in L02) and "right notebook" in text
-    assert "ignored answer cells of " + ", ".join(L02) in graded["out"]
 
 
 def test_answer_cells_of_other_lessons_are_not_run(graded):
     assert points(graded, "01_stray.ipynb") == {"01.nbytes": 1, "01.blank_like": 1, "TOTAL": 2}
 
 
-def test_the_file_name_says_the_lesson_first():
+def test_the_answer_cells_say_the_lesson_first():
     cells_02 = classroom.answer_cells(notebook(*(cell(e, "") for e in L02)))
-    assert classroom.lesson_of("01_tensors.ipynb", cells_02) == "01"
+    assert classroom.lesson_of("01_tensors.ipynb", cells_02) == "02"
     assert classroom.lesson_of("alice.ipynb", cells_02) == "02"
     mixed = classroom.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], ""), cell(L02[1], "")))
     assert classroom.lesson_of("alice.ipynb", mixed) == "02"  # most of its answer cells
     tie = classroom.answer_cells(notebook(cell("01.nbytes", ""), cell(L02[0], "")))
     assert classroom.lesson_of("alice.ipynb", tie) is None
+    assert classroom.lesson_of("03_alice.ipynb", tie) == "03"  # then the file name
 
 
 def test_answer_cells_keep_every_marked_cell_in_order():
@@ -407,6 +572,52 @@ def test_the_guard_sees_reference_code_run_from_a_string(guard):
     with guard.running("01.blank_like", checking=False):
         exec(renamed, {"torch": torch})
     assert guard.flagged == {"01.blank_like"}
+
+
+def test_the_guard_sees_reference_code_made_into_a_function(guard):
+    """Compiled from the reference's source, then made into a function without ``exec``."""
+    import types
+
+    code = compile(SOL["01.nbytes"], "mine", "exec").co_consts[0]
+    with guard.running("01.blank_like", checking=True):
+        types.FunctionType(compile("def f(t):\n    return t\n", "mine", "exec").co_consts[0], {})
+    assert not guard.flagged
+    with guard.running("01.nbytes", checking=True):
+        types.FunctionType(code, {})
+    with guard.running("01.blank_like", checking=False):
+        def mine(t):
+            return 0
+        mine.__code__ = code
+    assert guard.flagged == {"01.nbytes", "01.blank_like"}
+
+
+def test_the_guard_notes_frames_taken_by_learner_code_only(guard):
+    answers = ("import sys\ndef f():\n    return getattr(sys, '_get' + 'frame')(0)\n"
+               "import collections, typing\ndef g():\n    typing.TypeVar('T')\n"
+               "    return collections.namedtuple('P', 'a')\n")
+    exec(compile(answers, "<answer cell 01.nbytes>", "exec"), guard.namespace)
+    with guard.running("01.blank_like", checking=True):
+        guard.namespace["g"]()  # library code that takes a frame for itself
+    assert guard.frames_read == {}
+    with guard.running("01.nbytes", checking=True):
+        guard.namespace["f"]()
+    assert guard.frames_read == {"01.nbytes": "sys._getframe"}
+
+
+def test_changes_sees_what_a_table_holds_and_forgives_a_reload():
+    import importlib
+
+    snap = integrity.take_snapshot()
+    importlib.reload(cu)  # runs the package again: the same functions and records, remade
+    assert integrity.changes(snap) == []
+    table = cu.device.NO_FLOAT64
+    saved = set(table)
+    table.clear()
+    try:
+        assert integrity.changes(snap) == ["course_utils.device.NO_FLOAT64"]
+    finally:
+        table.update(saved)
+    assert integrity.changes(snap) == []
 
 
 def test_pristine_torch_inside_and_the_learners_state_after():

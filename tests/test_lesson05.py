@@ -354,19 +354,41 @@ def _quotes_before(code_start):
     return re.findall(r"`([^`]+)`", " ".join(source(cells[at - 1]).split()))
 
 
-#: How the message begins when a Linear layer on the accelerator meets a CPU input, by device type. CUDA's
-#: `addmm` checks argument by argument and names `mat1`; MPS's linear kernel checks its `input` itself.
+#: How the message begins when a Linear layer on the accelerator meets a CPU input, by device type (and, for
+#: CUDA, by PyTorch version). CUDA's `addmm` checks argument by argument and names `mat1`; MPS's linear kernel
+#: checks its `input` itself.
 LINEAR_MISMATCH = {
-    "cuda": r"Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
-            r"tensors on cuda:\d+",
-    "mps": r"Tensor for argument input is on cpu but expected on mps",
+    "cuda": {"2.8": r"Expected all tensors to be on the same device, but got mat1 is on cpu, different from other "
+                    r"tensors on cuda:\d+",
+             "2.7": r"Expected all tensors to be on the same device, but found at least two devices, cuda:\d+ and "
+                    r"cpu!"},
+    "mps": {"any": r"Tensor for argument input is on cpu but expected on mps"},
 }
+
+
+def _linear_mismatch(device_type: str) -> str | None:
+    """The pattern for this device type and the installed PyTorch."""
+    by_version = LINEAR_MISMATCH.get(device_type)
+    if by_version is None:
+        return None
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    return by_version.get("any") or by_version["2.8" if version >= (2, 8) else "2.7"]
 
 
 def test_fact_the_notebook_quotes_the_split_model_message_of_each_device():
     quotes = _quotes_before("half_moved(torch.randn(3, 4))")
-    for pattern in LINEAR_MISMATCH.values():
-        assert any(re.fullmatch(pattern, q) for q in quotes), (pattern, quotes)
+    for by_version in LINEAR_MISMATCH.values():
+        for pattern in by_version.values():
+            assert any(re.fullmatch(pattern, q) for q in quotes), (pattern, quotes)
+
+
+def test_fact_the_split_model_message_is_labelled_with_its_versions():
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "05_device_attribute.ipynb")["cells"]
+    at = next(i for i, c in enumerate(cells) if source(c).startswith("half_moved(torch.randn(3, 4))"))
+    prose = " ".join(source(cells[at - 1]).split())
+    assert prose.index("PyTorch 2.8 and later") < prose.index("but got mat1") < prose.index("PyTorch 2.7")
+    assert prose.index("PyTorch 2.7") < prose.index("found at least two devices, cuda:0 and cpu!")
 
 
 @pytest.mark.gpu
@@ -377,8 +399,9 @@ def test_fact_gpu_mismatch_message_is_the_one_the_notebook_quotes():
     with pytest.raises(RuntimeError) as raised:
         half(torch.randn(3, 4))
     message = str(raised.value)
-    if acc.type in LINEAR_MISMATCH:
-        assert re.match(LINEAR_MISMATCH[acc.type], message), message
+    pattern = _linear_mismatch(acc.type)
+    if pattern is not None:
+        assert re.match(pattern, message), message
         assert any(message.startswith(q) for q in _quotes_before("half_moved(torch.randn(3, 4))")), message
     else:                                               # XPU and others: at least both devices are named
         assert "cpu" in message and acc.type in message, message

@@ -36,6 +36,8 @@ python3 -m pip install --upgrade pip
 # The CPU build of PyTorch, the version this bundle was made with ({torch}).
 python3 -m pip install --index-url https://download.pytorch.org/whl/cpu "torch=={torch}"
 python3 -m pip install numpy ipython   # ipython: answer cells are read as Jupyter reads them
+# Learner code runs as this unprivileged user: it cannot write results.json or stop the grader.
+id -u course-learner >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin course-learner
 # The checks come from the bundle's own copy of course_utils: check that it imports.
 PYTHONPATH=/autograder/source python3 -c "import course_utils; print('course_utils', course_utils.__version__)"
 """
@@ -46,6 +48,16 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -uo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 export PYTHONPATH="$ROOT/source${{PYTHONPATH:+:$PYTHONPATH}}"
+# As root (Gradescope), learner code runs as course-learner (made by setup.sh), who cannot write
+# results/ nor signal this script's processes; results.json is written last, by this process.
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$ROOT/results" && chmod 755 "$ROOT/results"
+  if id -u "${{COURSE_GRADE_USER:-course-learner}}" >/dev/null 2>&1; then
+    export COURSE_GRADE_USER="${{COURSE_GRADE_USER:-course-learner}}"
+  else
+    echo "run_autograder: no user course-learner (setup.sh makes it): learner code runs as root" >&2
+  fi
+fi
 exec "${{COURSE_PYTHON:-python3}}" -m course_utils.classroom.autograder --root "$ROOT" --lesson {lesson}
 """
 
@@ -105,7 +117,7 @@ def _grade_one(path: Path, root: Path, lesson: str, limits: Limits) -> dict:
     name = str(path.relative_to(root / "submission"))
     if lesson != ALL:
         try:
-            theirs = lesson_of(name, answer_cells(read_notebook(str(path))))
+            theirs = lesson_of(str(path), answer_cells(read_notebook(str(path))))
         except Exception:
             theirs = None
         if theirs and theirs != lesson:

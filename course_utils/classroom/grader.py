@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -13,11 +14,14 @@ from ..exercises import get_exercise
 from ..results import FAILED, PASSED
 from .messages import clean
 from .runs import CANCELLED, STARTUP_LIMIT, Limits, fork_server, how_it_ended, run_worker, stop_server
-from .submissions import (InvalidSubmission, answer_cells, lesson_exercises, lesson_mentioned, lesson_of,
-                          reaches_into_course, read_notebook, why_unrunnable)
+from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, answer_cells, checked_after, defines,
+                          file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
+                          why_unrunnable)
 
 
 TOTAL = "TOTAL"
+#: A rerun (after a cell that could not be stopped) needs at least this much of the submission's time.
+MIN_RUN_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -102,10 +106,15 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
         nb = read_notebook(path)
         cells = answer_cells(nb)
     except InvalidSubmission as e:
-        lesson = lesson or lesson_of(path) or lesson_mentioned(path)
+        lesson = lesson or lesson_of(path)
         return grade_of(path, lesson_exercises(lesson) if lesson else [], {}, f"Not graded: {e}.",
                       ["invalid notebook"])
-    lesson = lesson or lesson_of(path, cells) or lesson_mentioned(path)
+    events: list[str] = []
+    if lesson is None:
+        lesson = lesson_of(path, cells)
+        named = file_lesson(path)
+        if lesson and named and named != lesson:
+            events.append(f"graded as lesson {lesson}, the lesson of its answer cells (its name says {named})")
     if lesson is None:
         return grade_of(path, [], {}, "Not graded: could not tell which lesson this notebook belongs to (no "
                       "answer cells, and the file name does not start with a lesson number); use --lesson.",
@@ -116,13 +125,16 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
     ignored = sorted({c[1] for c in cells if c[1] not in exercises})
     cells = [c for c in cells if c[1] in exercises]
     decided: dict[str, tuple[str, str]] = {}
-    events: list[str] = [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
+    events += [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
     elsewhere = (f" This notebook has answer cells for {', '.join(ignored)}, which are not exercises of lesson "
                  f"{lesson}: they are not graded. Is this the right notebook?") if ignored else ""
+    own = _own_cells(nb, cells, exercises, events)
     for ex_id in exercises:
-        if not any(c[1] == ex_id for c in cells):
+        if not any(c[1] == ex_id for c in cells) and not any(get_exercise(ex_id).name in defines(c.source)
+                                                              for c in own):
             decided[ex_id] = (FAILED, "Answer cell missing: the notebook has no cell marked as the answer to "
                                       f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere)
+    cells = sorted(cells + own + checked_after(nb, cells, own, exercises))
     unrunnable = {c[0]: why_unrunnable(c[2]) for c in cells}
     for index, ex_id, _ in cells:
         if unrunnable[index] and ex_id not in decided:
@@ -131,15 +143,29 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
     cells = [c for c in cells if not unrunnable[c[0]]]
     for _, ex_id, source in cells:
         construct = reaches_into_course(source)
-        if construct and ex_id not in decided:
+        if construct and ex_id == OWN_CELL:
+            for other in exercises:
+                decided.setdefault(other, (FAILED, f"Not graded: a cell your answers use reads the call stack "
+                                                   f"(`{construct}`), where the checker keeps the expected answers. "
+                                                   "Solve the exercises with your own code."))
+            events.append("a cell of the learner's own reads the checker's frames")
+        elif construct and ex_id not in decided:
             decided[ex_id] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reads the call "
                                       "stack, where the checker keeps the expected answers. Solve the exercise "
                                       "with your own code.")
             events.append(f"{ex_id}: reads the checker's frames")
     skip: set[int] = set()
+    deadline = time.monotonic() + limits.timeout  # for the whole submission, every rerun included
     while any(e not in decided for e in exercises):
         to_check = [e for e in exercises if e not in decided]
-        run = run_worker([c for c in cells if c[0] not in skip], to_check, limits)
+        left = deadline - time.monotonic()
+        if left < MIN_RUN_SECONDS:
+            for ex_id in to_check:
+                decided[ex_id] = (FAILED, f"Not graded: the submission used up its time limit ({limits.timeout:g} s "
+                                          "for the whole submission) before this exercise could be checked.")
+            events.append("timed out")
+            break
+        run = run_worker([c for c in cells if c[0] not in skip], to_check, dataclasses.replace(limits, timeout=left))
         stage: Optional[dict] = None
         for message in run.messages:
             kind = message["t"]
@@ -147,15 +173,18 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
                 stage = message
             elif kind == "cell":
                 stage = None
-                if (message.get("error") or {}).get("kind") in ("timeout", "memory"):
+                error = message.get("error") or {}
+                if error.get("kind") in ("timeout", "memory"):
                     skip.add(message["index"])  # it cannot finish: later runs leave it out
+                if error and message.get("exercise") == OWN_CELL:
+                    events.append(f"cell {message['index'] + 1} of the learner's own failed ({error.get('kind')})")
             elif kind == "result" and message.get("exercise") in to_check:
                 stage = None
                 decided[message["exercise"]] = (str(message.get("status")), str(message.get("feedback")))
             elif kind == "tampered":
                 changed = [str(c) for c in message.get("changed", [])]
                 what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-                where = (f" (in the answer cell of {stage['exercise']})" if stage and stage["stage"] == "cell"
+                where = (f" (in {_cell_name(stage)})" if stage and stage["stage"] == "cell"
                          else f" (while {stage['exercise']} was being checked)" if stage else "")
                 return grade_of(path, exercises, {}, f"Not graded: the submission changes {what}{where}. Answer "
                               "cells must leave course_utils and PyTorch as they are.", ["tampering"])
@@ -191,6 +220,10 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
                 events.append(event)
             break
         ex_id = stage["exercise"]
+        if stage["stage"] == "cell" and ex_id == OWN_CELL:  # the answers that need it will say so
+            skip.add(stage["index"])
+            events.append(f"cell {stage['index'] + 1} of the learner's own: {event}")
+            continue
         if stage["stage"] == "cell":
             skip.add(stage["index"])
             decided.setdefault(ex_id, (FAILED, f"Your answer cell {what}."))
@@ -198,7 +231,38 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
             name = get_exercise(ex_id).name
             decided[ex_id] = (FAILED, f"While `{name}` was being checked, your code {what}.")
         events.append(f"{ex_id}: {event}")
-    return grade_of(path, exercises, decided, events=events)
+    return grade_of(path, exercises, {e: _unseen_names(s, f) for e, (s, f) in decided.items()}, events=events)
+
+
+def _cell_name(stage: dict) -> str:
+    """How a ``stage`` message's cell is named in a note: an exercise's answer cell, or one of the learner's own."""
+    if stage["exercise"] == OWN_CELL:
+        return f"cell {stage['index'] + 1}, a cell of the learner's own that the answers use"
+    return f"the answer cell of {stage['exercise']}"
+
+
+def _own_cells(nb: dict, answers: list[AnswerCell], exercises: list[str], events: list[str]) -> list[AnswerCell]:
+    """The learner's own cells that the answers need (:func:`own_cells`), with a note for the summary."""
+    own = own_cells(nb, answers, exercises)
+    if own:
+        names = sorted(set().union(*(defines(c.source) for c in own)))
+        shown = ", ".join(f"`{n}`" for n in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        events.append(f"also ran cell{'s' if len(own) > 1 else ''} {', '.join(str(c.index + 1) for c in own)} "
+                      f"of the learner's own (defining {shown})")
+    return own
+
+
+_NOT_DEFINED = "is not defined"
+
+
+def _unseen_names(status: str, feedback: str) -> tuple[str, str]:
+    """A feedback that says a name is not defined, with what the grader runs (a name the learner's
+    kernel still has from a deleted cell exists in the notebook, but not for the grader)."""
+    if status != PASSED and _NOT_DEFINED in feedback and "Restart the kernel" not in feedback:
+        feedback += (" The grader runs your answer cells, and the cells of yours that define the names they use; "
+                     "no cell of this notebook defines that name. Restart the kernel and run all cells to see "
+                     "what the grader sees.")
+    return status, feedback
 
 
 def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1, lesson: Optional[str] = None,
@@ -291,9 +355,9 @@ def _real(path: str) -> str:
 def _safe_lesson(path: str) -> Optional[str]:
     """The submission's lesson as :func:`grade_notebook` would find it, or ``None``; never raises."""
     try:
-        return lesson_of(path, answer_cells(read_notebook(path))) or lesson_mentioned(path)
+        return lesson_of(path, answer_cells(read_notebook(path)))
     except Exception:
         try:
-            return lesson_of(path) or lesson_mentioned(path)
+            return lesson_of(path)
         except Exception:
             return None

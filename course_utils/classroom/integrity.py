@@ -3,10 +3,13 @@
 Private to :mod:`course_utils.classroom.worker` (whose learner code it watches):
 
 * :class:`Snapshot` / :func:`changes`: the course package, the exercise registry and the parts of
-  PyTorch and the standard library that checks rely on must stay as they were. What PyTorch itself
-  rebinds in normal use is not watched (``torch.Storage``, which ``torch.set_default_dtype`` rebinds),
-  or is done before the snapshot (the ``nn.Module.__init__`` patch of ``torch.compile``, see
-  :func:`prepare_pytorch`).
+  PyTorch (``torch._C`` included) and the standard library that checks rely on must stay as they
+  were, and so must what the course's own tables (dicts, lists, sets, tuples, defaults) hold. What
+  PyTorch itself rebinds in normal use is not watched (``torch.Storage``, which
+  ``torch.set_default_dtype`` rebinds), or is done before the snapshot (the ``nn.Module.__init__``
+  patch of ``torch.compile``, see :func:`prepare_pytorch`). A course module run again by
+  ``importlib.reload`` is no change where it remade what it had (equal values, functions with equal
+  code, :func:`_equivalent`); where it made new classes, the change is named as a reload.
 * :func:`pristine_torch`: each check runs in PyTorch's global state as the worker started
   (default device and dtype, grad and inference mode, RNG, threads, matmul precision, deterministic
   algorithms, anomaly mode; no torch function or dispatch mode active), and the learner's state is
@@ -24,26 +27,41 @@ Private to :mod:`course_utils.classroom.worker` (whose learner code it watches):
     from anything but the course's own code: ``return cu.lessons.l01_tensors.nbytes(t)``, a lambda,
     a class whose ``__new__`` builds the reference's instance. Each reference function's
     ``__code__`` is swapped for a tripwire that looks at its caller, then runs the original;
-  - code with a reference's fingerprint is run from a string (``exec``, seen by an audit hook) by an
-    answer cell or while the answer is checked, under any name: ``exec(cu.solution(...))`` inside the
-    answer's function, or renamed to a helper.
+  - code with a reference's fingerprint is run by an answer cell or while the answer is checked,
+    under any name, from a string (``exec``), or made into a function (``types.FunctionType``,
+    ``f.__code__ = ...``), all seen by an audit hook: ``exec(cu.solution(...))`` inside the answer's
+    function, ``types.FunctionType(compile(cu.solution(...), ...).co_consts[0], {})``.
 
   Not detected: a reference's code rewritten (renamed variables, other constants) before use, and
   what the learner can do with the objects themselves (e.g. restoring a reference's original code
   object found with ``gc``): this is not a sandbox (see :mod:`course_utils.classroom`).
+
+  The same audit hook notes learner code that takes a frame of the call stack (where the checker
+  keeps its expected values), whatever name it used: ``sys._getframe``, ``sys._current_frames``, a
+  traceback's ``tb_frame``, a generator's ``gi_frame``, ``gc.get_referrers``/``get_referents``/
+  ``get_objects``, ``sys.settrace``/``setprofile``, and the ``inspect`` and ``traceback`` functions
+  that call these for it (:meth:`ReferenceGuard.note_frame_access`). Not seen: frames that other
+  code hands to the learner's (a signal handler's argument, a library's callback), and frames taken
+  through ``ctypes``.
 """
 from __future__ import annotations
 
 import dis
 import functools
 import gc
+import importlib.machinery
 import inspect
+import operator
+import os
 import sys
+import sysconfig
 import types
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any, Callable, Iterator, Optional
 
 import torch
+from torch._C import (_len_torch_dispatch_stack, _len_torch_function_stack, _pop_torch_function_stack,
+                      _push_on_torch_function_stack)
 
 from course_utils import exercises
 
@@ -52,9 +70,11 @@ from course_utils import exercises
 _UNWATCHED = frozenset({"course_utils.mismatch._REGISTERED", "torch.Storage"})
 #: Caches Python itself adds to modules and classes (warnings, pickling).
 _CACHES = frozenset({"__warningregistry__", "__slotnames__"})
+_UNWATCHED_NAMES = {prefix: frozenset(n.rpartition(".")[2] for n in _UNWATCHED if n.rpartition(".")[0] == prefix)
+                    for prefix in {n.rpartition(".")[0] for n in _UNWATCHED}}
 #: Modules whose functions, classes and submodules must not change (data attributes may): what the
 #: checks and this grader call.
-_WATCHED_MODULES = ("builtins", "torch", "torch.nn", "torch.nn.functional", "torch.accelerator",
+_WATCHED_MODULES = ("builtins", "torch", "torch._C", "torch.nn", "torch.nn.functional", "torch.accelerator",
                     "torch.cuda", "torch.testing", "torch.overrides", "torch.utils._python_dispatch",
                     "torch.utils._pytree", "torch.utils._device", "inspect", "contextlib", "io", "reprlib",
                     "signal", "json", "json.encoder", "hmac", "hashlib", "os", "math", "numbers",
@@ -63,7 +83,21 @@ _WATCHED_MODULES = ("builtins", "torch", "torch.nn", "torch.nn.functional", "tor
 #: Classes whose attributes must not change, be added or be removed.
 _WATCHED_CLASSES = {"torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
                     "torch.nn.Module": torch.nn.Module, "torch.nn.Parameter": torch.nn.Parameter}
+#: The course's own tables whose contents may change: the registry (watched entry by entry), a
+#: check's scratch list, and the learner's progress in this process.
+_CHANGING_TABLES = frozenset({"course_utils.exercises._REGISTRY", "course_utils.lessons.l03_to_device._Watched.calls",
+                              "course_utils.store._SESSION"})
+#: Containers whose contents are watched (see :func:`_contents`), and how deep.
+_TABLES = (dict, list, set, tuple)
+_TABLE_DEPTH = 4
+#: Types compared by value when ``importlib.reload`` made a new one (:func:`_equivalent`), and records
+#: of where a module was imported from, compared by these attributes.
+_VALUES = (str, bytes, int, float, complex, bool, type(None))
+_RECORDS = {importlib.machinery.ModuleSpec: ("name", "origin", "loader", "submodule_search_locations", "cached"),
+            importlib.machinery.SourceFileLoader: ("name", "path"),
+            importlib.machinery.SourcelessFileLoader: ("name", "path")}
 _MISSING = object()
+_END = object()  # ends a table in _contents
 
 
 def prepare_pytorch() -> None:
@@ -80,29 +114,43 @@ def prepare_pytorch() -> None:
 # --- the snapshot -------------------------------------------------------------------------------
 
 class Snapshot:
-    """What must not change while learner code runs: objects compared by identity, and key sets."""
+    """What must not change while learner code runs: objects compared by identity (or, for what
+    ``importlib.reload`` remakes, by what they are: :func:`_equivalent`), key sets, and the contents
+    of the course's own tables."""
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}   # dotted name -> the object (kept alive: ids never reused)
         self.keys: dict[str, frozenset] = {}  # namespaces where additions count as changes too
+        self.contents: dict[str, Any] = {}  # dotted name of a course table -> what it held (_contents)
 
-    def add_namespace(self, prefix: str, namespace: dict, *, strict: bool) -> None:
-        """Record ``namespace`` (a module's or class's ``__dict__``); ``strict`` records data too."""
-        names = [n for n in namespace if n not in _CACHES and f"{prefix}.{n}" not in _UNWATCHED]
+    def add_namespace(self, prefix: str, namespace: dict, *, strict: bool, tables: bool = False) -> None:
+        """Record ``namespace`` (a module's or class's ``__dict__``); ``strict`` records data too, and
+        ``tables`` what its dicts, lists, sets and tuples hold (and its functions' defaults)."""
+        skip = _CACHES | _UNWATCHED_NAMES.get(prefix, frozenset())
+        names = [n for n in namespace if n not in skip]
         if strict:  # a submodule imported later appears in its package: not a change
             self.keys[prefix] = frozenset(n for n in names if type(namespace[n]) is not types.ModuleType)
+        objects = self.objects
         for name in names:
             value = namespace[name]
-            if strict or callable(value) or issubclass(type(value), types.ModuleType):
-                self.add(f"{prefix}.{name}", value)
+            kind = type(value)
+            if kind is types.FunctionType or (tables and kind in _TABLES):
+                self.add(f"{prefix}.{name}", value, tables=tables)
+            elif strict or callable(value) or issubclass(kind, types.ModuleType):
+                objects[f"{prefix}.{name}"] = value
 
-    def add(self, name: str, value: Any) -> None:
-        """Record one object and, for a Python function, its code and defaults."""
+    def add(self, name: str, value: Any, *, tables: bool = False) -> None:
+        """Record one object and, for a Python function, its code and defaults; with ``tables``, what
+        a table among them holds (a tuple only when it holds tables: the rest of it cannot change)."""
         self.objects[name] = value
-        if type(value) is types.FunctionType:
+        kind = type(value)
+        if kind is types.FunctionType:
             self.objects[f"{name}.__code__"] = value.__code__
-            self.objects[f"{name}.__defaults__"] = value.__defaults__
-            self.objects[f"{name}.__kwdefaults__"] = value.__kwdefaults__
+            for attr in ("__defaults__", "__kwdefaults__"):
+                self.add(f"{name}.{attr}", getattr(value, attr), tables=tables)
+        elif (tables and kind in _TABLES and (kind is not tuple or any(type(v) in _TABLES for v in value))
+              and name not in _CHANGING_TABLES and not name.endswith(".__builtins__")):
+            self.contents[name] = _contents(value)
 
 
 def take_snapshot() -> Snapshot:
@@ -113,10 +161,10 @@ def take_snapshot() -> Snapshot:
         if name != "course_utils" and not name.startswith("course_utils."):
             continue
         snap.add(f"sys.modules[{name!r}]", module)
-        snap.add_namespace(name, vars(module), strict=True)
+        snap.add_namespace(name, vars(module), strict=True, tables=True)
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:  # classes defined there
-                snap.add_namespace(f"{name}.{attr}", dict(vars(value)), strict=True)
+                snap.add_namespace(f"{name}.{attr}", dict(vars(value)), strict=True, tables=True)
     for ex_id, ex in sorted(exercises._REGISTRY.items()):
         snap.add(f"exercise {ex_id}", ex)
         for field in ("grade", "reference", "points", "title", "hints"):
@@ -143,7 +191,9 @@ def changes(snap: Snapshot) -> list[str]:
         raise
     except BaseException as e:  # e.g. a patched builtin that the snapshot itself uses
         return [f"Python's builtins or the grader itself (checking them failed with {type_name(e)})"]
-    changed = {name for name, obj in snap.objects.items() if now.objects.get(name, _MISSING) is not obj}
+    changed = {name for name, obj in snap.objects.items()
+               if (new := now.objects.get(name, _MISSING)) is not obj and not _equivalent(obj, new)}
+    changed.update(name for name, held in snap.contents.items() if not _same_contents(held, now.contents.get(name)))
     for prefix, keys in snap.keys.items():
         changed.update(f"{prefix}.{n}" if prefix != "exercise registry" else f"exercise {n}"
                        for n in now.keys.get(prefix, frozenset()) ^ keys)
@@ -151,7 +201,65 @@ def changes(snap: Snapshot) -> list[str]:
     # registry entry is reported once, not with each of its attributes
     names = {n.rsplit(".", 1)[0] if n.endswith(("__code__", "__defaults__", "__kwdefaults__")) else n
              for n in changed}
-    return sorted(n for n in names if not any(n.startswith(other + ".") for other in names))
+    names = sorted(n for n in names if not any(n.startswith(other + ".") for other in names))
+    if not names:
+        return []
+    # a module run again by importlib.reload has a new __spec__: what it remade differently is told as one
+    modules = {n[:-len(".__spec__")]: now.objects.get(n) is not spec
+               for n, spec in snap.objects.items() if n.endswith(".__spec__")}
+    owners = {n: max((m for m in modules if n.startswith(m + ".")), key=len, default=None) for n in names}
+    reloaded = sorted({m for m in owners.values() if m is not None and modules[m]})
+    return ([f"{module}, run again by importlib.reload, which made new classes and objects that the checks do "
+             "not know" for module in reloaded] + [n for n in names if owners[n] not in reloaded])
+
+
+def _contents(table: Any, depth: int = 0, into: Optional[list] = None) -> list:
+    """What a table (:data:`_TABLES`) holds, flat: its type, its items (dict keys and values; the
+    tables inside it taken apart the same way, down to :data:`_TABLE_DEPTH`), then :data:`_END`. The
+    items are kept alive, so that comparing them by identity is sound."""
+    into = [] if into is None else into
+    into.append(type(table))
+    for item in (table.items() if type(table) is dict else table):
+        for part in (item if type(table) is dict else (item,)):
+            if type(part) in _TABLES and depth < _TABLE_DEPTH:
+                _contents(part, depth + 1, into)
+            else:
+                into.append(part)
+    into.append(_END)
+    return into
+
+
+def _same_contents(held: list, now: Optional[list]) -> bool:
+    """Whether a table holds what it held (:func:`_contents`): the same items, or equivalent ones."""
+    return now is not None and len(held) == len(now) and (
+        all(map(operator.is_, held, now)) or all(map(_equivalent, held, now)))
+
+
+def _equivalent(old: Any, new: Any, depth: int = 0) -> bool:
+    """Whether ``new`` is ``old``, or a remake of it that does exactly the same, as ``importlib.reload``
+    makes when it runs a course module again: plain values that are equal, tables that hold equivalent
+    items, import records with equivalent attributes, and functions of the same module with equal code,
+    defaults and attributes. Only exact types are compared, so no code of ``new``'s own runs."""
+    if old is new:
+        return True
+    kind = type(old)
+    if kind is not type(new) or depth > 2 * _TABLE_DEPTH:
+        return False
+    if kind in _VALUES:
+        return old == new
+    if kind in _TABLES:
+        old_items, new_items = (old.items(), new.items()) if kind is dict else (old, new)
+        return len(old) == len(new) and all(_equivalent(a, b, depth + 1) for a, b in zip(old_items, new_items))
+    if kind in _RECORDS:
+        return all(_equivalent(getattr(old, a), getattr(new, a), depth + 1) for a in _RECORDS[kind])
+    if kind is types.CodeType:
+        return old == new and old.co_filename == new.co_filename
+    if kind is types.FunctionType:
+        return (old.__globals__ is new.__globals__ and old.__closure__ is None and new.__closure__ is None
+                and old.__qualname__ == new.__qualname__
+                and all(_equivalent(getattr(old, a), getattr(new, a), depth + 1)
+                        for a in ("__code__", "__defaults__", "__kwdefaults__", "__dict__")))
+    return False
 
 
 class GraderLimit(Exception):
@@ -220,18 +328,16 @@ def _apply(values: list[Any]) -> None:
 
 
 def _pop_function_modes() -> list[Any]:
-    """Take every torch function mode off this thread's stack (top first), default device included."""
-    from torch.overrides import _pop_mode
-
-    return [_pop_mode() for _ in range(torch._C._len_torch_function_stack())]
+    """Take every torch function mode off this thread's stack (top first), default device included.
+    (The ``torch._C`` functions here and in :func:`pristine_torch` were bound when this module was
+    imported, before any learner code ran.)"""
+    return [_pop_torch_function_stack() for _ in range(_len_torch_function_stack())]
 
 
 def _push_function_modes(modes: list[Any]) -> None:
     """Put back what :func:`_pop_function_modes` took, in the same order."""
-    from torch.overrides import _push_mode
-
     for mode in reversed(modes):
-        _push_mode(mode)
+        _push_on_torch_function_stack(mode)
 
 
 @contextmanager
@@ -265,7 +371,7 @@ def pristine_torch(start: list[Any]) -> Iterator[None]:
     try:
         with ExitStack() as stack:
             stack.enter_context(_default_device_unset())
-            if torch._C._len_torch_dispatch_stack():
+            if _len_torch_dispatch_stack():
                 from torch.utils._python_dispatch import _disable_current_modes
 
                 stack.enter_context(_disable_current_modes())
@@ -294,6 +400,10 @@ def _make({freevars}):
             __course_sys._getframe(), __course_args, __course_kwargs)
     return tripwire
 '''
+#: Where the standard library and installed packages live (a module loaded from there is a library's).
+_LIBRARY_FOLDERS = tuple(sorted({os.path.join(resolve(sysconfig.get_path(kind)), "")
+                                 for kind in ("stdlib", "platstdlib", "purelib", "platlib")
+                                 for resolve in (os.path.abspath, os.path.realpath)}))
 #: Objects looked at when taking an answer apart (a class has few methods; this bounds a hostile one).
 _MAX_PARTS = 500
 _GUARD: Optional["ReferenceGuard"] = None  # the installed guard (one per worker)
@@ -357,16 +467,38 @@ def _reference_called(frame: types.FrameType, args: tuple, kwargs: dict) -> Any:
     return original(*args, **kwargs)
 
 
+#: Audit events that hand out frames of the call stack (or every object, with their frames).
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
+                           "gc.get_referrers", "gc.get_referents", "gc.get_objects"})
+#: Attributes that give a frame, audited as ``object.__getattr__`` (a traceback's, a generator's...).
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: Functions that read the stack for their caller: their caller is the one reading it.
+_STACK_READERS = {"inspect": None, "traceback": frozenset({"walk_stack", "extract_stack", "format_stack",
+                                                           "print_stack"})}
+
+
 def _audit(event: str, args: tuple) -> None:
-    """Audit hook (``sys.addaudithook``): code run by ``exec`` while learner code runs is looked at
-    (see :meth:`ReferenceGuard.copies_reference`). Never raises: that would fail the ``exec``."""
-    if event != "exec":
-        return
+    """Audit hook (``sys.addaudithook``), while learner code runs: code that is run by ``exec``, made
+    into a function (``types.FunctionType``) or put into one (``f.__code__ = ...``) is looked at (see
+    :meth:`ReferenceGuard.copies_reference`), and learner code that takes a frame of the call stack
+    is noted (:meth:`ReferenceGuard.note_frame_access`). Never raises: that would fail the event."""
     guard = _GUARD
+    if guard is None or guard.stage is None or guard.looking:
+        return
     try:
-        if guard is not None and guard.stage is not None and args and guard.copies_reference(args[0]):
+        if event == "exec" or event == "function.__new__":
+            code = args[0]
+        elif event == "object.__setattr__" and len(args) == 3 and type(args[1]) is str and args[1] == "__code__":
+            code = args[2]
+        elif event in _FRAME_EVENTS or (event == "object.__getattr__" and len(args) == 2
+                                        and type(args[1]) is str and args[1] in _FRAME_ATTRIBUTES):
+            guard.note_frame_access(event if event != "object.__getattr__" else args[1])
+            return
+        else:
+            return
+        if guard.copies_reference(code):
             guard.flagged.add(guard.stage)
-    except Exception:  # pragma: no cover - a code object is always readable
+    except Exception:  # pragma: no cover - a code object and a frame are always readable
         pass
 
 
@@ -394,6 +526,8 @@ class ReferenceGuard:
         self.stage: Optional[str] = None       # the exercise whose learner code runs (cell or check)
         self.checking = False                  # True while that exercise is being checked
         self.flagged: set[str] = set()         # exercises whose code used a reference
+        self.frames_read: dict[str, str] = {}  # exercise -> what its code used to take a frame
+        self.looking = False                   # True while the audit hook reads the stack itself
 
     # -- setting up
 
@@ -401,6 +535,7 @@ class ReferenceGuard:
         """Record every registered reference and put a tripwire in each of its functions; record which
         modules are the course's and which are libraries. Call before any learner code runs."""
         global _GUARD, _HOOKED
+        ids = exercises.exercise_ids()  # imports every lesson module first: they are the course's
         for name, module in list(sys.modules.items()):
             if not issubclass(type(module), types.ModuleType):
                 continue
@@ -411,7 +546,7 @@ class ReferenceGuard:
                 self.libraries.add(id(vars(module)))
                 self.library_packages.add(package)
             self.keep.append(module)
-        for ex_id in exercises.exercise_ids():
+        for ex_id in ids:
             reference = exercises.get_exercise(ex_id).reference
             self.reference_ids.add(id(reference))
             self.keep.append(reference)
@@ -502,23 +637,61 @@ class ReferenceGuard:
         the stack that is not a library's (PyTorch, the standard library...) belongs to a course
         module, not to the answer cells or to code they made."""
         while frame is not None:
-            scope = frame.f_globals
-            if id(scope) in self.course:
-                return True
-            # code made from a string (exec, eval) is the learner's, whatever globals it was given
-            if scope is self.namespace or frame.f_code.co_filename.startswith("<") or not self._library(scope):
-                return False
+            whose = self._whose(frame)
+            if whose != "library":
+                return whose == "course"
             frame = frame.f_back
         return True
 
+    def _whose(self, frame: types.FrameType) -> str:
+        """Whose code ``frame`` runs: ``"course"``, ``"library"`` or ``"learner"``."""
+        scope = frame.f_globals
+        if id(scope) in self.course:
+            return "course"
+        # code made from a string (exec, eval) is the learner's, whatever globals it was given
+        if scope is self.namespace or frame.f_code.co_filename.startswith("<") or not self._library(scope):
+            return "learner"
+        return "library"
+
     def _library(self, scope: dict) -> bool:
+        """Whether ``scope`` is the namespace of a library's module: one loaded before learner code, or
+        loaded later (PyTorch loads some lazily; an answer may import a package) from a package loaded
+        before or from the installation's library folders."""
         if id(scope) in self.libraries:
             return True
-        name = scope.get("__name__")  # a module a library loaded later (PyTorch loads some lazily)
+        name = dict.get(scope, "__name__")
         module = sys.modules.get(name) if type(name) is str else None
-        return (module is not None and issubclass(type(module), types.ModuleType)
-                and name.partition(".")[0] in self.library_packages
-                and object.__getattribute__(module, "__dict__") is scope)
+        if (module is None or not issubclass(type(module), types.ModuleType)
+                or object.__getattribute__(module, "__dict__") is not scope):
+            return False
+        path = dict.get(scope, "__file__")
+        return name.partition(".")[0] in self.library_packages or (type(path) is str
+                                                                   and path.startswith(_LIBRARY_FOLDERS))
+
+    def note_frame_access(self, what: str) -> None:
+        """Called by the audit hook when code takes a frame of the call stack (``what``: the audit
+        event, or the attribute read). When that code is the learner's own (:meth:`_whose`; the
+        functions of ``inspect`` and ``traceback`` that read the stack for their caller count as their
+        caller; a library's code that takes a frame for itself, such as ``namedtuple``, does not), note
+        it for the exercise whose code runs, with the name of what it used."""
+        self.looking = True  # sys._getframe and f_code below are audited too
+        try:
+            frame = sys._getframe(2)  # 0: here, 1: the audit hook, 2: the code that took a frame
+            while frame is not None and self._reads_stack(frame):
+                what = f"{dict.get(frame.f_globals, '__name__')}.{frame.f_code.co_name}"
+                frame = frame.f_back
+            if frame is not None and self._whose(frame) == "learner":
+                self.frames_read.setdefault(self.stage, what)
+        finally:
+            self.looking = False
+
+    @staticmethod
+    def _reads_stack(frame: types.FrameType) -> bool:
+        module = dict.get(frame.f_globals, "__name__")
+        if type(module) is not str or module not in _STACK_READERS:
+            return False
+        names = _STACK_READERS[module]
+        return names is None or frame.f_code.co_name in names
 
     def is_reference(self, answer: Any) -> bool:
         """Whether ``answer`` is a reference solution: the object itself or what it wraps, a subclass,

@@ -156,6 +156,72 @@ def memory_of(pid: int) -> int:
         return 0
 
 
+#: Above this much resident shared memory (``RssShmem``), a process's mappings are read one by one.
+SHMEM_DETAIL = 8 << 20
+#: Paths of the mappings that are shared memory rather than files: ``mmap(-1, n)`` (anonymous and
+#: shared, as ``multiprocessing`` and PyTorch's ``share_memory_()`` make), POSIX and System V shared
+#: memory, ``memfd_create``.
+_SHMEM_PATHS = (b"/dev/zero", b"/dev/shm/", b"/SYSV", b"/memfd:", b"/anon_hugepage")
+
+
+def _shmem_resident(pid: int) -> int:
+    """Bytes of shared memory ``pid`` maps and holds (``RssShmem``; 0 if unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"RssShmem:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def _mappings(pid: int) -> Optional[tuple[int, dict[tuple[bytes, bytes], int]]]:
+    """From ``/proc/<pid>/smaps``: the bytes only ``pid`` holds outside shared memory, and each shared
+    memory object it maps (by device and inode) with the bytes it holds of it; ``None`` if unreadable."""
+    try:
+        with open(f"/proc/{pid}/smaps", "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    private, shared = 0, {}
+    key: Optional[tuple[bytes, bytes]] = None
+    for line in lines:
+        fields = line.split()
+        if not fields:
+            continue
+        if not fields[0].endswith(b":"):   # a mapping's header: address perms offset dev inode [path]
+            path = fields[5] if len(fields) > 5 else b""
+            key = (fields[3], fields[4]) if len(fields) > 4 and path.startswith(_SHMEM_PATHS) else None
+            continue
+        try:
+            size = int(fields[1]) << 10
+        except (IndexError, ValueError):
+            continue
+        if key is not None and fields[0] in (b"Rss:", b"Swap:"):
+            shared[key] = shared.get(key, 0) + size
+        elif key is None and fields[0] in (b"Private_Clean:", b"Private_Dirty:", b"Swap:"):
+            private += size
+    return private, shared
+
+
+def run_memory(pids: Iterable[int]) -> int:
+    """What a run's processes hold together: each one's :func:`memory_of`, and shared memory counted
+    once, however many of them map it. ``RLIMIT_DATA`` does not count shared mappings, so one
+    process that maps gigabytes with ``mmap`` is caught here. A process holding little shared
+    memory (under :data:`SHMEM_DETAIL`) is measured cheaply, from ``smaps_rollup``."""
+    total, shared = 0, {}
+    for pid in pids:
+        detail = _mappings(pid) if _shmem_resident(pid) >= SHMEM_DETAIL else None
+        if detail is None:
+            total += memory_of(pid)
+            continue
+        total += detail[0]
+        for key, size in detail[1].items():
+            shared[key] = max(shared.get(key, 0), size)
+    return total + sum(shared.values())
+
+
 def resume_if_stopped(pid: Optional[int]) -> bool:
     """Send ``SIGCONT`` to ``pid`` if it is stopped (``T``); True if it was."""
     if not pid:

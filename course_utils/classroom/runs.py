@@ -29,6 +29,10 @@ from .messages import TAMPERED_EXIT, unsign
 STARTUP_LIMIT = 120.0
 #: Seconds between two looks at a run's processes (stopped, memory, count, gone).
 WATCH_INTERVAL = 0.25
+#: A cell or check still running this long after its own time limit (seconds, plus a quarter of the
+#: limit) could not be stopped from inside the worker: the run is stopped, so that one such cell costs
+#: about its own limit of the submission's time, not all of it.
+STAGE_GRACE = 2.0
 #: A run with more learner processes than this at once is stopped (a fork bomb).
 MAX_PROCESSES = 64
 MAX_MESSAGE = 2**20
@@ -135,7 +139,8 @@ class _Run:
 
     messages: list[dict] = field(default_factory=list)
     #: "done", "tampered", "error" (as the worker reported; "tampered" also from its exit status),
-    #: "timeout", "memory", "processes" (killed here) or "exit" (it ended by itself)
+    #: "timeout", "stuck" (a cell or check ran well past its own limit), "memory", "processes"
+    #: (killed here) or "exit" (it ended by itself)
     end: str = ""
     ready: bool = False
     exitcode: Optional[int] = None  # negative: killed by that signal; None: unknown
@@ -193,8 +198,8 @@ def _run_once(cells: list[tuple[int, str, str]], check: list[str], limits: Limit
     (:func:`course_utils.classroom.processes.run_processes`): it resumes the fork server or the run's
     supervisor if learner code stopped them (``SIGSTOP``), and kills the run when it has more than
     :data:`MAX_PROCESSES` processes, or when they together hold more than ``limits.memory_mb`` on top
-    of what the worker held when it became ready (checked once there is more than one learner
-    process; a single one has ``RLIMIT_DATA``).
+    of what the worker held when it became ready (:func:`course_utils.classroom.processes.run_memory`:
+    shared memory included, which each process's ``RLIMIT_DATA`` does not count).
     """
     key = secrets.token_bytes(32)
     run = _Run()
@@ -241,11 +246,12 @@ def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkS
     grace: Optional[float] = None  # once the worker has ended: how long to wait for the last lines
     next_watch = 0.0
     baseline: Optional[int] = None  # the worker's private memory when it became ready
+    stage_deadline = math.inf  # when the current cell or check is given up on
     gone = swept = False
 
     def take(fd: int, line: bytes) -> None:
         """Take in one line from the status pipe or the channel."""
-        nonlocal deadline, baseline
+        nonlocal deadline, baseline, stage_deadline
         if fd == status_r:  # "session S W", then "exit N" or "signal N" once the supervisor reaped W
             words = line.decode(errors="replace").split()
             if len(words) == 3 and words[0] == "session" and words[1].isdigit() and words[2].isdigit():
@@ -259,9 +265,14 @@ def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkS
         if message is None:  # not from the worker, or mangled: ignored
             return
         run.messages.append(message)
+        if message["t"] == "stage":
+            limit = limits.cell_timeout if message.get("stage") == "cell" else limits.check_timeout
+            stage_deadline = time.monotonic() + 1.25 * limit + STAGE_GRACE
+        elif message["t"] in ("cell", "result"):
+            stage_deadline = math.inf
         if message["t"] == "ready" and not run.ready:
             run.ready, deadline = True, time.monotonic() + limits.timeout
-            baseline = procs.private_memory(run.worker) if run.worker else None
+            baseline = procs.run_memory([run.worker]) if run.worker else None
         elif message["t"] in ("done", "tampered", "error") and not run.end:
             run.end = message["t"]
 
@@ -298,8 +309,8 @@ def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkS
         if run.ready and not run.end and len(learner) > MAX_PROCESSES:
             run.end = "processes"
             _end_run(run, everything=False)
-        if run.ready and not run.end and baseline is not None and len(learner) > 1:
-            used = sum(procs.memory_of(pid) for pid in learner)
+        if run.ready and not run.end and baseline is not None:
+            used = procs.run_memory(learner)
             if used > baseline + (limits.memory_mb << 20):
                 run.end = "memory"
                 _end_run(run, everything=False)
@@ -319,15 +330,15 @@ def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkS
             grace = now + 2.0
         if grace is not None and now >= grace:
             return
-        if now >= deadline:
+        if now >= min(deadline, stage_deadline):
             if not worker_over:
-                run.end = run.end or "timeout"
+                run.end = run.end or ("timeout" if now >= deadline else "stuck")
             return
         if now >= next_watch:
             next_watch = now + WATCH_INTERVAL
             watch()
             continue
-        read(min(deadline, next_watch, grace or math.inf) - now)
+        read(min(deadline, stage_deadline, next_watch, grace or math.inf) - now)
 
 
 def _end_run(run: _Run, everything: bool) -> None:
@@ -354,6 +365,9 @@ def how_it_ended(run: _Run, limits: Limits) -> tuple[str, str]:
     if run.end == "timeout":
         return (f"ran past the time limit ({limits.timeout:g} s for the whole submission) and was stopped",
                 "timed out")
+    if run.end == "stuck":
+        return (f"ran well past its own time limit ({limits.cell_timeout:g} s for a cell, {limits.check_timeout:g} s "
+                "for a check) without stopping, and was stopped", "timed out")
     if run.end == "memory":
         return (f"used more than {limits.memory_mb} MB of memory together with the processes it started, "
                 "and was stopped", "out of memory")

@@ -4,6 +4,7 @@ which answer cells, read as IPython reads them; and the static checks made befor
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import json
 import os
@@ -11,7 +12,7 @@ import re
 import stat
 import threading
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from ..exercises import exercise_ids, get_exercise
 from ..notebook import cell_source, exercise_cells
@@ -23,6 +24,24 @@ from .messages import clean
 MAX_NOTEBOOK_BYTES = 2**30
 #: Answer cells longer than this (characters) are not run: that exercise scores 0.
 MAX_ANSWER_CHARS = 2**20
+
+
+class AnswerCell(NamedTuple):
+    """A code cell the grader runs: an exercise's answer cell, or (``exercise`` is :data:`OWN_CELL`)
+    a cell of the learner's that defines a name the answers use."""
+
+    index: int
+    exercise: str
+    source: str
+
+
+#: The ``exercise`` of an :class:`AnswerCell` that is not an answer cell (see :func:`own_cells`).
+OWN_CELL = ""
+#: Names the notebook's setup cell provides, which the grader's namespace provides too (the worker's
+#: ``_namespace``): an answer may use them without a cell of its own defining them.
+PROVIDED = frozenset({"torch", "nn", "F", "cu", "course_utils", "math", "device", "display", "np", "get_ipython"})
+#: At most this many cells of the learner's own are run (the grader's time limits apply to each).
+MAX_OWN_CELLS = 40
 
 
 class InvalidSubmission(Exception):
@@ -134,7 +153,7 @@ def read_notebook(path: str) -> dict:
     return nb
 
 
-def answer_cells(nb: dict) -> list[tuple[int, str, str]]:
+def answer_cells(nb: dict) -> list[AnswerCell]:
     """The answer cells of a notebook, in notebook order: the code cells marked as an exercise's answer
     (:func:`course_utils.notebook.exercise_cells`).
 
@@ -142,40 +161,42 @@ def answer_cells(nb: dict) -> list[tuple[int, str, str]]:
     halves, and a duplicated answer cell runs twice, as it would in the notebook.
 
     Returns:
-        ``(cell index, exercise id, source)`` per answer cell.
+        An :class:`AnswerCell` (cell index, exercise id, source) per answer cell.
 
     Raises:
         InvalidSubmission: the cells are not what nbformat 4 describes.
     """
     try:
-        return [(index, ex_id, cell_source(cell)) for index, cell in enumerate(nb["cells"])
+        return [AnswerCell(index, ex_id, cell_source(cell)) for index, cell in enumerate(nb["cells"])
                 for ex_id in exercise_cells({"cells": [cell]})]
     except (AttributeError, TypeError):
         raise InvalidSubmission("the file is not a valid notebook: its cells are malformed") from None
 
 
-def _file_lesson(path: str) -> Optional[str]:
+def file_lesson(path: str) -> Optional[str]:
     """The ``NN`` of a file name ``NN_*.ipynb`` when lesson ``NN`` has exercises, else ``None``."""
     match = re.match(r"(\d\d)_", Path(path).name)
     return match.group(1) if match and lesson_exercises(match.group(1)) else None
 
 
-def lesson_of(path: str, cells: Sequence[tuple[int, str, str]] = ()) -> Optional[str]:
-    """The lesson a submission is an assignment of.
+def lesson_of(path: str, cells: Sequence[AnswerCell] = ()) -> Optional[str]:
+    """The lesson a submission is an assignment of, told by what it holds before what it is called.
 
-    The file name says it first (``01_tensors.ipynb`` is lesson 01, whatever its cells hold: a
-    notebook of lesson 02 saved under that name is a lesson-01 submission with no answers). Otherwise
-    the lesson most of its answer cells (of registered exercises) belong to; ``None`` when that is a
-    tie, or when neither names a lesson with exercises.
+    First the lesson most of its answer cells (of registered exercises) belong to, so that lesson
+    01's notebook saved as ``04_team_tensors.ipynb`` is lesson 01; then the exercise ids the file
+    names (:func:`lesson_mentioned`: its check cells, for a notebook whose answer cells lost their
+    metadata); then a file name ``NN_*.ipynb``. ``None`` when none of these names one lesson.
     """
-    named = _file_lesson(path)
-    if named:
-        return named
+    return _cells_lesson(cells) or lesson_mentioned(path) or file_lesson(path)
+
+
+def _cells_lesson(cells: Sequence[AnswerCell]) -> Optional[str]:
+    """The lesson most of ``cells`` (of registered exercises) belong to; ``None`` for none or a tie."""
     known = set(exercise_ids())
     counts: dict[str, int] = {}
-    for _, ex_id, _ in cells:
-        if ex_id in known:
-            lesson = get_exercise(ex_id).lesson
+    for cell in cells:
+        if cell.exercise in known:
+            lesson = get_exercise(cell.exercise).lesson
             counts[lesson] = counts.get(lesson, 0) + 1
     ranked = sorted(counts.items(), key=lambda item: -item[1])
     if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
@@ -340,3 +361,150 @@ def why_unrunnable(source: str) -> Optional[str]:
         except (ValueError, UnicodeError) as e:
             return f"Your answer cell could not be graded: Python cannot read it ({clean(str(e))})."
     return None
+
+
+# --- cells of the learner's own that the answers need ------------------------------------------
+
+def _parse(source: str) -> Optional[ast.Module]:
+    """A cell's syntax tree as IPython would run it, or ``None`` when Python cannot read it."""
+    try:
+        return ast.parse(strip_magics(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    """The names a cell binds in the notebook's namespace: functions, classes, imports and
+    assignments at its top level, also inside its ``if``/``for``/``while``/``with``/``try`` blocks."""
+    names: set[str] = set()
+
+    def targets(node: Optional[ast.AST]) -> None:
+        for child in ast.walk(node) if node is not None else ():
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                names.add(child.id)
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name.partition(".")[0]) for a in node.names if a.name != "*")
+            elif isinstance(node, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try)):
+                targets(getattr(node, "target", None))
+                for item in getattr(node, "items", []):
+                    targets(item.optional_vars)
+                for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+                    visit(block)
+                for handler in getattr(node, "handlers", []):
+                    if handler.name:
+                        names.add(handler.name)
+                    visit(handler.body)
+            else:  # a simple statement: assignments, and walrus targets inside expressions
+                targets(node)
+
+    visit(tree.body)
+    return names
+
+
+def defines(source: str) -> set[str]:
+    """The names a cell binds in the notebook's namespace (empty when Python cannot read it)."""
+    tree = _parse(source)
+    return _bound_at_top(tree) if tree is not None else set()
+
+
+def _names_read(tree: ast.Module) -> set[str]:
+    """Names a cell reads that it does not bind anywhere (at its top level, or as a function's
+    parameter or local): what it needs from the namespace it runs in."""
+    read, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name.partition(".")[0]) for a in node.names)
+    return read - bound - PROVIDED - set(dir(builtins))
+
+
+def check_cell(cells: list, ex_id: str) -> Optional[int]:
+    """The index of the cell that checks ``ex_id`` (``cu.exercise("01.nbytes")``), or ``None``."""
+    for index, cell in enumerate(cells):
+        if (isinstance(cell, dict) and cell.get("cell_type") == "code"
+                and re.search(r"""['"]""" + re.escape(ex_id) + r"""['"]""", cell_source(cell))):
+            return index
+    return None
+
+
+def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str]) -> list[AnswerCell]:
+    """The notebook's other code cells that the answers need, as the learner's kernel had them.
+
+    In a notebook, an answer may call a helper defined in a cell of the learner's own, and Check
+    passes; so does an answer cell that lost its answer-cell marker. The grader runs those cells
+    too: for each name that the answer cells read but neither they nor the setup cell
+    (:data:`PROVIDED`) define, and for each exercise's answer name that no answer cell defines, the
+    last cell above where it is used that defines it (else the first below), then what that cell
+    needs in turn. Nothing else of the notebook runs: its demonstrations, timings and quizzes do not.
+
+    Returns:
+        :class:`AnswerCell` s with ``exercise`` :data:`OWN_CELL`, in notebook order, at most
+        :data:`MAX_OWN_CELLS`.
+    """
+    cells = nb.get("cells", [])
+    taken = {a.index for a in answers}
+    candidates: dict[int, tuple[str, set[str], set[str]]] = {}   # index -> (source, binds, reads)
+    for index, cell in enumerate(cells):
+        if index in taken or not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell_source(cell)
+        tree = _parse(source) if len(source) <= MAX_ANSWER_CHARS else None
+        if tree is not None:
+            candidates[index] = (source, _bound_at_top(tree), _names_read(tree))
+    bound_by_answers: set[str] = set()
+    wanted: list[tuple[str, int]] = []   # (name, index of the cell where it is used)
+    for answer in answers:
+        tree = _parse(answer.source)
+        if tree is not None:
+            bound_by_answers |= _bound_at_top(tree)
+            wanted += [(name, answer.index) for name in sorted(_names_read(tree))]
+    for ex_id in exercises:
+        name = get_exercise(ex_id).name
+        if not any(a.exercise == ex_id for a in answers) or name not in bound_by_answers:
+            used = check_cell(cells, ex_id)
+            wanted.append((name, len(cells) if used is None else used))
+    chosen: set[int] = set()
+    resolved = set(bound_by_answers)
+    while wanted and len(chosen) < MAX_OWN_CELLS:
+        name, used_at = wanted.pop(0)
+        if name in resolved:
+            continue
+        resolved.add(name)
+        defining = [i for i, (_, binds, _) in candidates.items() if name in binds]
+        if not defining:
+            continue
+        above = [i for i in defining if i < used_at]
+        index = above[-1] if above else defining[0]
+        if index not in chosen:
+            chosen.add(index)
+            resolved |= candidates[index][1]
+            wanted += [(n, index) for n in sorted(candidates[index][2])]
+    return [AnswerCell(i, OWN_CELL, candidates[i][0]) for i in sorted(chosen)]
+
+
+def checked_after(nb: dict, answers: Sequence[AnswerCell], own: Sequence[AnswerCell],
+                  exercises: Sequence[str]) -> list[AnswerCell]:
+    """Empty cells that put each exercise's check where the notebook's Check is: after the
+    learner's own cells that come before its check cell (``cu.exercise("...")``), even when they
+    come after its answer cell (a helper defined below the answer). The worker checks an exercise
+    right after its last cell, so an empty cell of that exercise moves the check."""
+    moved = []
+    for ex_id in exercises:
+        mine = [a.index for a in answers if a.exercise == ex_id]
+        if not mine:
+            continue   # checked at the end of the run
+        at = check_cell(nb.get("cells", []), ex_id)
+        later = [c.index for c in own if c.index > max(mine) and (at is None or c.index < at)]
+        if later:
+            moved.append(AnswerCell(max(later), ex_id, ""))
+    return moved

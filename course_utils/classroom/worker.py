@@ -48,7 +48,7 @@ from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snaps
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
 from course_utils.classroom.messages import TAMPERED_EXIT, frame, sign  # noqa: E402
-from course_utils.classroom.submissions import strip_magics  # noqa: E402
+from course_utils.classroom.submissions import OWN_CELL, strip_magics  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
@@ -206,8 +206,10 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     if guard.is_reference(answer):
         return {"status": FAILED, "feedback": f"`{ex.name}` is a course reference solution (imported, wrapped or "
                                               "copied from course_utils), not your own code."}
-    if ex_id in guard.flagged:  # its answer cell ran a copy of a reference
-        return uses_reference
+    if ex_id in guard.flagged or OWN_CELL in guard.flagged:  # its answer cell (or a cell of the learner's own
+        return uses_reference                                 # that the answers use) ran a copy of a reference
+    if taken := _took_frames(guard, ex_id):
+        return taken
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
             result = exercises.check(ex_id, answer)
@@ -215,11 +217,24 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
                                               "which ended the check. Make sure it returns normally."}
-    if ex_id in guard.flagged:
+    if ex_id in guard.flagged or OWN_CELL in guard.flagged:
         return uses_reference
+    if taken := _took_frames(guard, ex_id):
+        return taken
     if cell_error:
         feedback += f" (Note: {cell_error['message'][0].lower()}{cell_error['message'][1:]})"
     return {"status": status, "feedback": feedback}
+
+
+def _took_frames(guard: ReferenceGuard, ex_id: str) -> dict | None:
+    """The failing result of an exercise whose code (or a cell of the learner's own) took a frame of the
+    call stack at run time (:meth:`ReferenceGuard.note_frame_access`), else ``None``."""
+    what = guard.frames_read.get(ex_id) or guard.frames_read.get(OWN_CELL)
+    if what is None:
+        return None
+    return {"status": FAILED, "feedback": f"Not graded: your code took a frame of the call stack while it ran "
+                                          f"(`{what}`), and the checker keeps the expected answers there. Solve "
+                                          "the exercise with your own code."}
 
 
 def _isolate(memory_mb: int) -> None:
@@ -227,12 +242,13 @@ def _isolate(memory_mb: int) -> None:
     and the run's own temporary folder (the grader removes it after the run)."""
     from course_utils.classroom import processes as procs
 
+    tmp = os.environ.pop("COURSE_GRADE_TMP", "") or tempfile.mkdtemp(prefix="course-grade-")
+    _drop_privileges(os.environ.pop(GRADE_USER_ENV, ""), tmp)  # first: a change of user clears PDEATHSIG
     # A group of its own inside its supervisor's session (see _child): `os.killpg(0, ...)` in an
     # answer reaches the learner's processes, not the supervisor.
     os.setpgid(0, 0)
     procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with its supervisor
     procs.prctl(procs.PR_SET_DUMPABLE, 1)  # the supervisor is not; the grader reads this one's memory
-    tmp = os.environ.pop("COURSE_GRADE_TMP", "") or tempfile.mkdtemp(prefix="course-grade-")
     os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the learner's temporary files go there too
     # RLIMIT_DATA, not RLIMIT_AS: it caps what the process can actually allocate (heap and private
     # mappings) but not reserved address space, which CUDA reserves by the tens of GB. The limit is
@@ -249,6 +265,30 @@ def _isolate(memory_mb: int) -> None:
     # A learner's cu.exercise()/cu.quiz() must not write the grader's own progress file.
     os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tmp, "progress.json")
     torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
+
+
+#: The environment variable naming the user that learner code runs as when the grader runs as root
+#: (the Gradescope bundle sets it): it then cannot write the grader's files or signal its processes.
+GRADE_USER_ENV = "COURSE_GRADE_USER"
+
+
+def _drop_privileges(user: str, tmp: str) -> None:
+    """Become ``user`` (its own group, no others) if ``user`` is set and this process is root; the
+    run's temporary folder becomes theirs. Anything short of that ends the run (exit 5): learner code
+    must not run as root when a user was asked for."""
+    if not user or os.geteuid() != 0:
+        return
+    try:
+        import pwd
+        entry = pwd.getpwnam(user)
+        os.chown(tmp, entry.pw_uid, entry.pw_gid)
+        os.setgroups([])
+        os.setgid(entry.pw_gid)
+        os.setuid(entry.pw_uid)
+    except (KeyError, OSError):
+        os._exit(5)
+    if os.geteuid() == 0 or os.getuid() == 0:  # pragma: no cover - setuid cannot half-succeed
+        os._exit(5)
 
 
 def _data_in_use() -> int:

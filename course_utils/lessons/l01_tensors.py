@@ -1,14 +1,13 @@
 """Lesson 01 - tensors: shape, dtype, device, bytes, and where new tensors are created."""
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import torch
 
 from ..exercises import grader
-from ..grading import (Wrong, call, describe, expect_callable, expect_tensor, safe_repr, same_values,
-                       sample_tensors)
+from ..grading import (Wrong, call, describe, expect_callable, expect_int, expect_tensor, safe_repr,
+                       same_values, sample_tensors)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -69,16 +68,7 @@ def _grade_nbytes(answer: Any) -> str:
     cases = list(sample_tensors(seed=1)) + [base[::3], base.view(4, 6)[:, :2]]  # views, too
     for t in cases:
         want = nbytes(t)
-        got = call(fn, t, context=f"a {describe(t)}")
-        if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_floating_point:
-            raise Wrong(f"For a {describe(t)} you returned a tensor ({safe_repr(got)}). "
-                        "Return a plain Python int; `.item()` converts a one-element tensor.")
-        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            raise Wrong(f"For a {describe(t)} you returned {safe_repr(got)} ({type(got).__name__}); "
-                        "a byte count should be a Python int.")
-        if type(got) is not int:  # a NumPy integer, or an int subclass whose == could say anything
-            raise Wrong(f"For a {describe(t)} you returned {safe_repr(got)} of type `{type(got).__name__}`, "
-                        "not a plain Python int. Return a plain int: `int(...)` converts it.")
+        got = expect_int(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}")
         if got != want:
             raise Wrong(f"For a {describe(t)} the answer is {want} bytes, you returned {got}. "
                         + _nbytes_diagnosis(t, got))

@@ -7,8 +7,8 @@ from typing import Any, Callable
 import torch
 
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, _Patched, call, expect_callable, safe_repr, simulated_accelerator,
-                       simulated_no_accelerator)
+from ..grading import (Crashed, Wrong, _Patched, call, expect_callable, expect_int, is_tensor, safe_repr,
+                       simulated_accelerator, simulated_no_accelerator)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -115,14 +115,14 @@ def _picked(fn: Callable, where: str) -> Any:
 
 
 def _expect_device(got: Any, where: str) -> torch.device:
-    if isinstance(got, str):
+    if issubclass(type(got), str):
         raise Wrong(f"{where[0].upper()}{where[1:]}, you returned the string {safe_repr(got)}. Return a "
                     f"`torch.device`, e.g. `torch.device({safe_repr(got)})`: a string is not a device "
                     f"(`torch.device('cpu') == 'cpu'` is False), and has no `.type` to inspect.")
     if got is None:
         raise Wrong(f"{where[0].upper()}{where[1:]}, you returned None. Without an accelerator, return "
                     "`torch.device(\"cpu\")` (`current_accelerator(check_available=True)` is None there).")
-    if not isinstance(got, torch.device):
+    if type(got) is not torch.device:  # its real type: `__class__`, which isinstance asks, can lie
         raise Wrong(f"{where[0].upper()}{where[1:]}, you returned {safe_repr(got)} "
                     f"({type(got).__name__}); `pick_device()` should return a `torch.device`.")
     return got
@@ -271,21 +271,20 @@ def _grade_matmul_flops(answer: Any) -> str:
     for n in _FLOP_SIZES:
         want = matmul_flops(n)
         got = call(fn, n, context=f"n={n}")
-        if isinstance(got, torch.Tensor):
+        kind = type(got)
+        if is_tensor(got):
             raise Wrong(f"For n={n} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
                         "a count needs no tensor (and int64 tensors overflow for large n).")
-        if isinstance(got, float):
+        if kind is float:
             raise Wrong(f"For n={n} you returned the float {got!r}. Return an int: a float holds whole "
                         "numbers exactly only up to 2**53 (about 9e15), so for large n a float count is "
                         "rounded. Use integer arithmetic: `2 * n ** 3`, not `2 * n ** 3.0`, "
                         "`math.pow` or `/`.")
-        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            raise Wrong(f"For n={n} you returned {safe_repr(got)} ({type(got).__name__}); a count of "
-                        "operations should be a Python int.")
-        if type(got) is not int:  # a NumPy integer (it overflows), or an int subclass whose == could lie
-            raise Wrong(f"For n={n} you returned {safe_repr(got)} of type `{type(got).__name__}`, not a plain "
+        if kind not in (int, bool) and issubclass(kind, numbers.Integral):  # a NumPy integer (it overflows)
+            raise Wrong(f"For n={n} you returned {safe_repr(got)} of type `{kind.__name__}`, not a plain "
                         "Python int. Return a plain int (`int(...)` converts it), and compute with Python "
                         "ints: unlike NumPy's, they never overflow.")
+        got = expect_int(got, f"For n={n}")
         if got != want:
             raise Wrong(f"For n={n} the count is {want:,}, you returned {got:,}. " + _flops_diagnosis(n, got))
     return (f"Exact for {len(_FLOP_SIZES)} sizes, from n = 0 and 1 up to n = {max(_FLOP_SIZES):,}: "

@@ -8,8 +8,8 @@ from torch import nn
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, random_tensor,
-                       safe_repr, same_values)
+from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, expect_tensor,
+                       is_tensor, random_tensor, safe_repr, same_values)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def _to_was_called(fn: Callable, watched_args: tuple, watched: list[torch.Tensor
     """Call ``fn(*watched_args)`` once more; True if ``.to`` was called on any tensor in ``watched``."""
     _Watched.calls.clear()
     try:
-        fn(*watched_args)
+        call(fn, *watched_args)
     except Exception:  # a diagnostic run only: whatever happens, fall back to the general message
         pass
     ids = {id(t) for t in watched}
@@ -217,8 +217,9 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
     """Compare the learner's result with the input, raising on structure errors and collecting
     (path, depth, parent container type, input tensor, returned tensor) for every tensor."""
     if isinstance(orig, torch.Tensor):
-        if not isinstance(got, torch.Tensor):
+        if not is_tensor(got):
             raise Wrong(f"`{path}` was a tensor, but you returned {safe_repr(got)} ({_kind(got)}) in its place.")
+        got = expect_tensor(got, f"What you returned for `{path}`")
         if got.dtype != orig.dtype:
             raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Move tensors without "
                         "changing their dtype: `t.to(device)` alone.")
@@ -238,6 +239,11 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
             raise Wrong(f"`{path}` was {_kind(orig)} and came back as {_kind(got)}: {_show(got, 1)}. "
                         f"Return the same kind of container: {_kind(orig)}.")
         if want is dict:
+            keys = {type(k) for k in orig}
+            odd = [k for k in got if type(k) not in keys]  # a key of its own class could claim to equal any
+            if odd:
+                raise Wrong(f"`{path}` has the key {safe_repr(odd[0])} of type `{type(odd[0]).__name__}`. Keep the "
+                            "keys of the input, as they are.")
             missing = [k for k in orig if k not in got]
             extra = [k for k in got if k not in orig]
             if missing:
@@ -470,25 +476,25 @@ def _grade_prepare(answer: Any) -> str:
 def _unpack_prepare(got: Any, model: nn.Module, batch: torch.Tensor) -> tuple[Any, Any]:
     if got is None:
         raise Wrong("Your function returned None. Return both: `return model, batch`.")
-    if isinstance(got, nn.Module):
+    if issubclass(type(got), nn.Module):
         raise Wrong("You returned only the model. The batch you moved is lost: return both, "
                     "`return model, batch`.")
-    if isinstance(got, torch.Tensor):
+    if is_tensor(got):
         raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.")
-    if not isinstance(got, (tuple, list)):
+    if type(got) not in (tuple, list):
         raise Wrong(f"You returned {safe_repr(got)} ({type(got).__name__}); return a pair, "
                     "`return model, batch`.")
     if len(got) != 2:
         raise Wrong(f"You returned {len(got)} item(s); return exactly two: `return model, batch`.")
     m, b = got
-    if isinstance(m, torch.Tensor) and isinstance(b, nn.Module):
+    if is_tensor(m) and issubclass(type(b), nn.Module):
         raise Wrong("You returned `(batch, model)`: the order is `(model, batch)`.")
-    if not isinstance(m, nn.Module):
+    if not issubclass(type(m), nn.Module):
         raise Wrong(f"The first item should be the model, but it is {safe_repr(m)} ({type(m).__name__}).")
-    if not isinstance(b, torch.Tensor):
+    if not is_tensor(b):
         raise Wrong(f"The second item should be the batch tensor, but it is {safe_repr(b)} "
                     f"({type(b).__name__}).")
-    return m, b
+    return m, expect_tensor(b, "The second item (the batch)")
 
 
 def _check_model(m: nn.Module, model: nn.Module, norm: torch.device, context: str) -> None:
@@ -496,8 +502,8 @@ def _check_model(m: nn.Module, model: nn.Module, norm: torch.device, context: st
         raise Wrong("You returned a different model object (a copy?). `model.to(device)` moves the "
                     "model in place and returns that same object: return it. A copy leaves the caller's "
                     "model, and any optimizer built on it, behind.")
-    params = [(n, p) for n, p in model.named_parameters() if not _on(p, norm)]
-    buffers = [(n, b) for n, b in model.named_buffers() if not _on(b, norm)]
+    params = [(n, p) for n, p in model.named_parameters() if not _on(expect_tensor(p, f"Parameter `{n}`"), norm)]
+    buffers = [(n, b) for n, b in model.named_buffers() if not _on(expect_tensor(b, f"Buffer `{n}`"), norm)]
     if params and len(params) == len(list(model.parameters())):
         name, p = params[0]
         raise Wrong(f"With {context}: your model is still on `{p.device}` (parameter `{name}`). You moved "

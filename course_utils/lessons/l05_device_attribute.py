@@ -1,13 +1,15 @@
 """Lesson 05 - `.device`: reading it on tensors, parameters and buffers, comparing devices, a model's device."""
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, devices_to_test, expect_callable, safe_repr, sample_tensors)
+from ..grading import (Crashed, Wrong, call, devices_to_test, expect_callable, expect_int, is_tensor, safe_repr,
+                       sample_tensors, text_of)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -127,9 +129,9 @@ def _grade_is_on(answer: Any) -> str:
                             "no `.device`: use `x.device` only when `x` is a tensor.") from None
             raise
         want = is_on(x, wanted)
-        if isinstance(got, torch.Tensor):
+        if is_tensor(got):
             raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python bool.")
-        if not isinstance(got, bool):
+        if type(got) is not bool:  # its real type: `__class__`, which isinstance asks, can lie
             raise Wrong(f"For {context} you returned {safe_repr(got)} ({type(got).__name__}); "
                         "return True or False.")
         if got != want:
@@ -276,10 +278,10 @@ def _grade_model_device(answer: Any) -> str:
 
 def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.Module, params: set,
                     buffers: set) -> None:
-    if isinstance(got, str):
+    if issubclass(type(got), str):
         raise Wrong(f"For {what} you returned the string {safe_repr(got)}. Return the `torch.device` itself "
                     "(what `.device` gives you); a string is never == a device.")
-    if got is not None and not isinstance(got, torch.device):
+    if got is not None and type(got) is not torch.device:
         raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single "
                     "`torch.device`, or None for a module with no parameters and no buffers.")
     if want is None:
@@ -317,22 +319,23 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
         if isinstance(err, StopIteration):
             raise Wrong(f"For {what} your code raised StopIteration (from `next(...)`?). Look at all parameters "
                         "and buffers.") from None
-        if not isinstance(err, ValueError):
+        if not issubclass(type(err), ValueError):
             raise Wrong(f"For {what} (tensors on {names}) you raised {type(err).__name__}: "
-                        f"{safe_repr(str(err), 120)}. Raise ValueError, so that callers can catch this case "
+                        f"{safe_repr(text_of(err), 120)}. Raise ValueError, so that callers can catch this case "
                         "by its type.") from None
-        message = str(err)
+        message = text_of(err)
         if not all(_named(d, message) for d in found):
             raise Wrong(f"For {what} you raised ValueError, good, but its message {safe_repr(message, 120)} "
                         f"does not name the devices: it should mention {names}, so whoever reads the error "
                         "knows where the tensors are.") from None
         return
-    shown = f"`{got}`" if isinstance(got, torch.device) else safe_repr(got)
+    device = type(got) is torch.device
+    shown = f"`{got}`" if device else safe_repr(got)
     lead = (f"{what[0].upper() + what[1:]} is spread over {names}, but you returned {shown} instead of "
             "raising ValueError. ")
     raises_for_params = all(_raises_value_error(fn, make()) for make in _PARAMS_SPREAD)
     raises_for_buffers = _raises_value_error(fn, _BUFFERS_SPREAD())
-    if isinstance(got, torch.device) and got in params and buffers - params and raises_for_params:
+    if device and got in params and buffers - params and raises_for_params:
         hidden = [n for n, b in module.named_buffers() if b.device not in params]
         note = ""
         if hidden and all(n not in module.state_dict() for n in hidden):
@@ -340,7 +343,7 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
                     "`module.buffers()` does not.")
         raise Wrong(lead + f"Its parameters are on {got}, but a buffer is on {_names(buffers - params)}: "
                     "you ignored (some of) the buffers." + note)
-    if isinstance(got, torch.device) and got in buffers and params - buffers and raises_for_buffers:
+    if device and got in buffers and params - buffers and raises_for_buffers:
         raise Wrong(lead + f"Its buffers are on {got}, but parameters are on {_names(params - buffers)}: "
                     "you ignored the parameters.")
     if not raises_for_params and all(_returns_first_parameter_device(fn, make()) for make in _PARAMS_SPREAD):
@@ -362,7 +365,7 @@ def _raises_value_error(fn: Callable, module: nn.Module) -> bool:
     try:
         call(fn, module)
     except Crashed as e:
-        return isinstance(e.error, ValueError)
+        return issubclass(type(e.error), ValueError)
     return False
 
 
@@ -371,7 +374,7 @@ def _returns_first_parameter_device(fn: Callable, module: nn.Module) -> bool:
         got = call(fn, module)
     except Crashed:
         return False
-    return isinstance(got, torch.device) and got == next(module.parameters()).device
+    return type(got) is torch.device and got == next(module.parameters()).device
 
 
 # --- section 5: device memory ----------------------------------------------------------------
@@ -404,8 +407,8 @@ add_quiz(
 )
 
 #: Optimizer state per parameter, in copies of the parameter: SGD keeps none, momentum one buffer
-#: (`momentum_buffer`), Adam two moments (`exp_avg`, `exp_avg_sq`).
-STATE_COPIES = {"sgd": 0, "momentum": 1, "adam": 2}
+#: (`momentum_buffer`), Adam two moments (`exp_avg`, `exp_avg_sq`). Read-only: the check loops over it.
+STATE_COPIES = MappingProxyType({"sgd": 0, "momentum": 1, "adam": 2})
 
 
 # --- exercise 05.training_bytes --------------------------------------------------------------
@@ -488,19 +491,17 @@ def _grade_training_bytes(answer: Any) -> str:
             want = training_bytes(module, optimizer)
             context = f"{what} and optimizer={optimizer!r}"
             got = call(fn, module, optimizer, context=context)
-            if isinstance(got, torch.Tensor):
+            if is_tensor(got):
                 raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
                             "`numel()` and `element_size()` already give ints.")
-            if isinstance(got, bool) or not isinstance(got, int):
-                if isinstance(got, float) and got == want:
-                    raise Wrong(f"For {context} you returned the right number as a float ({got!r}). Bytes are "
-                                "whole: return an int (avoid `/`; use `*` and `sum`).")
-                if isinstance(got, float):
-                    raise Wrong(f"For {context} you returned {safe_repr(got)}, a float that is not the byte count. "
-                                "Sizes come from each parameter's `numel()` and `element_size()`, not from its "
-                                "values (which a `meta` parameter does not even have). Return an int.")
-                raise Wrong(f"For {context} you returned {safe_repr(got)} ({type(got).__name__}); return the "
-                            "number of bytes as an int.")
+            if type(got) is float and got == want:
+                raise Wrong(f"For {context} you returned the right number as a float ({got!r}). Bytes are "
+                            "whole: return an int (avoid `/`; use `*` and `sum`).")
+            if type(got) is float:
+                raise Wrong(f"For {context} you returned {safe_repr(got)}, a float that is not the byte count. "
+                            "Sizes come from each parameter's `numel()` and `element_size()`, not from its "
+                            "values (which a `meta` parameter does not even have). Return an int.")
+            got = expect_int(got, f"For {context}")
             if got != want:
                 why = _training_diagnosis(got, module, optimizer)
                 raise Wrong(f"For {context} the answer is {want:,} bytes, you returned {got:,}. "

@@ -12,7 +12,7 @@ from torch.utils._pytree import tree_flatten
 from .. import device as _device
 from ..exercises import grader
 from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, expect_tensor,
-                       safe_repr)
+                       is_tensor, safe_repr)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -327,18 +327,18 @@ class Scaler(nn.Module):
 
 
 def _held_tensors(module: nn.Module) -> list[tuple[str, str, torch.Tensor]]:
-    """(kind, name, tensor) for every tensor a module holds: parameters, buffers, plain attributes."""
+    """(kind, name, tensor) for every tensor a module holds: parameters, buffers, plain attributes;
+    each as a plain tensor (a tensor class of the learner's own fails, see :func:`expect_tensor`)."""
     held = [("parameter", n, p) for n, p in module.named_parameters()]
     held += [("buffer", n, b) for n, b in module.named_buffers()]
     for prefix, sub in module.named_modules():
         for key, value in vars(sub).items():
             name = f"{prefix}.{key}" if prefix else key
-            if isinstance(value, torch.Tensor):
+            if is_tensor(value):
                 held.append(("plain attribute", name, value))
-            elif isinstance(value, (list, tuple)) and not key.startswith("_"):
-                held += [("plain attribute", f"{name}[{i}]", v) for i, v in enumerate(value)
-                         if isinstance(v, torch.Tensor)]
-    return held
+            elif issubclass(type(value), (list, tuple)) and not key.startswith("_"):
+                held += [("plain attribute", f"{name}[{i}]", v) for i, v in enumerate(value) if is_tensor(v)]
+    return [(kind, name, expect_tensor(t, f"The {kind} `{name}`")) for kind, name, t in held]
 
 
 def _build(cls: type, features: int) -> nn.Module:
@@ -353,7 +353,7 @@ def _build(cls: type, features: int) -> nn.Module:
                         "must call `super().__init__()` first: that sets up the module's registries of "
                         "parameters, buffers and submodules.") from None
         raise
-    if not isinstance(module, nn.Module):
+    if not issubclass(type(module), nn.Module):
         raise Wrong(f"Scaler({features}) gave {safe_repr(module)}, not an nn.Module.")
     if "_parameters" not in vars(module) or "_buffers" not in vars(module):
         raise Wrong("Your `__init__` never calls `super().__init__()`, so this is not a working module: "

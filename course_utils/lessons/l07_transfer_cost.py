@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import traceback
 from typing import Any, Callable
 
@@ -11,8 +10,8 @@ import torch
 from .. import device as _device
 from .. import transfer
 from ..exercises import grader
-from ..grading import (Crashed, TimeLimit, Wrong, call, devices_to_test, expect_callable, expect_tensor,
-                       safe_repr, same_values)
+from ..grading import (Crashed, ModesKept, TimeLimit, Wrong, call, devices_to_test, expect_callable,
+                       expect_float, expect_tensor, is_tensor, safe_repr, same_values)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -91,16 +90,7 @@ add_quiz(
 
 def _as_number(got: Any, what: str) -> float:
     """A real number from the learner's return value, or a kind Wrong."""
-    if isinstance(got, torch.Tensor):
-        raise Wrong(f"{what} you returned a tensor ({safe_repr(got)}). Return a plain Python float "
-                    "(`float(...)` or `.item()` converts a one-element tensor).")
-    if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        raise Wrong(f"{what} you returned {safe_repr(got)} ({type(got).__name__}); return a number of "
-                    "seconds or GB/s as a Python float.")
-    if type(got) not in (int, float) and type(got).__module__ != "numpy":  # NumPy's scalars are fine
-        raise Wrong(f"{what} you returned {safe_repr(got)} of type `{type(got).__name__}`, not a plain Python "
-                    "number. Return a plain float: `float(...)` converts it.")
-    value = float(got)
+    value = expect_float(got, what)
     if math.isnan(value):
         raise Wrong(f"{what} you returned NaN. Check for a division by zero or 0/0.")
     return value
@@ -390,7 +380,8 @@ def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.dev
                     label: str) -> tuple[Any, transfer.count_copies]:
     with transfer.count_copies(device, meta_readback=True) as seen:
         try:
-            got = fn(batches, device)
+            with ModesKept():  # as `call` does; the check counts copies itself
+                got = fn(batches, device)
         except NotImplementedError as e:  # the stub was caught earlier; this comes from `meta`
             raise Wrong(f"With {label}, your code raised NotImplementedError: {safe_repr(str(e), 200)}. "
                         "Meta tensors have no data, so code that reads values (`.tolist()`, `.item()`, "
@@ -414,7 +405,7 @@ def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Ten
     count = len(batches)
     one_batch = batches[0].numel() * batches[0].element_size()
     h2d, moved = seen.host_to_device, seen.bytes_to_device
-    on_cpu_result = isinstance(got, torch.Tensor) and got.device.type == "cpu"
+    on_cpu_result = is_tensor(got) and expect_tensor(got, f"With {label}, your result").device.type == "cpu"
     cpu_math = sorted(set(seen.ran_on("cpu", ARITHMETIC)))
     device_math = sorted(set(seen.ran_on(device.type, ARITHMETIC)))
     counted = f"I counted {h2d} host→device transfer{'s' if h2d != 1 else ''}"
