@@ -14,16 +14,18 @@ Plain Python first, widgets on top::
 
 In any notebook, ``%load_ext course_utils`` explains device errors under their tracebacks.
 """
+from . import lessons  # noqa: F401  (registers every lesson's quizzes and exercises)
 from .device import accelerator, best_device
 from .devicemap import show_devices
 from .errors import explain_error
 from .exercises import check, exercise_ids
+from .learner import answer, hint, solution
 from .mismatch import explain_devices
 from .store import summary as progress
 from .results import Result
 from .runtime import setup
 from .timing import time_it
-from .widgets import answer, exercise, hint, quiz, solution
+from .widgets import exercise, quiz
 
 __all__ = ["setup", "best_device", "accelerator", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",

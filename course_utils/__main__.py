@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     links.add_arguments(p_links)
     args = parser.parse_args(argv)
 
-    from . import store, widgets
+    from . import learner, store
     from .exercises import exercise_ids, get_exercise
 
     try:
@@ -53,14 +54,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{ex_id:22} {ex.name:18} {ex.title}")
         elif args.command == "explain":
             from .errors import explain_error
+            if args.message in (None, "-") and sys.stdin.isatty():  # say what it waits for
+                print("Paste the error message or traceback, then press Ctrl-D (on Windows: Ctrl-Z, then Enter).",
+                      file=sys.stderr)
             text = sys.stdin.read() if args.message in (None, "-") else args.message
             explanation = explain_error(text)
             print(explanation.text())
             return 0 if explanation.known else 1
         elif args.command == "hint":
-            print(widgets.hint(args.exercise_id, args.number))
+            print(learner.hint(args.exercise_id, args.number))
         elif args.command == "solution":
-            print(widgets.solution(args.exercise_id))
+            print(learner.solution(args.exercise_id))
         elif args.command == "grade":
             return classroom.run(args)
         elif args.command == "links":
@@ -74,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             except BaseException as e:  # the learner's file itself is broken
                 print(f"Could not run {args.file}: {type(e).__name__}: {e}")
                 return 1
-            result = widgets.run_check(args.exercise_id, namespace=namespace)
+            result = learner.run_check(args.exercise_id, namespace=namespace)
             print(result.text())
             return 0 if result.passed else 1
     except KeyError as e:
@@ -83,5 +87,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _run() -> int:
+    """:func:`main`, for the command line: output piped into a program that stops reading early
+    (``links ... | head``) ends quietly, as other command-line tools do."""
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

@@ -1,9 +1,10 @@
 """The exercise registry and :func:`check`: one reference, one grader and hints per exercise.
 
 Each lesson module in :mod:`course_utils.lessons` defines its reference solutions and
-registers them with :func:`grader`. The reference is the single source of the solution: the
-grader compares against it, :func:`solution` shows it, and the test-suite pastes it into the
-notebooks to prove that every check passes.
+registers them with :func:`grader`; importing :mod:`course_utils` loads the lessons, so the
+registry never imports one. The reference is the single source of the solution: the grader
+compares against it, :func:`course_utils.solution` shows it, and the test-suite pastes it into
+the notebooks to prove that every check passes.
 """
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import signal
 import textwrap
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping
 
-from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, safe_repr
+from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
+from .text import shorten
 
 #: Seconds a single check may run before it is stopped (learner code may loop forever).
 TIME_LIMIT = 20.0
@@ -31,7 +34,8 @@ class Exercise:
         id: ``"<lesson>.<name>"``, e.g. ``"01.nbytes"``.
         title: a short title shown with results.
         reference: the reference solution; its ``__name__`` is the name the learner defines.
-        grade: ``grade(answer) -> str``; see :mod:`course_utils.grading`.
+        grade: ``grade(answer) -> str``, given the learner's function or class once it is known to be
+            one (see :attr:`kind`); see :mod:`course_utils.grading`.
         hints: hints, from gentle to nearly-the-answer.
         points: points for a pass.
     """
@@ -49,6 +53,11 @@ class Exercise:
         return self.reference.__name__
 
     @property
+    def kind(self) -> str:
+        """What the learner's answer must be, like the reference: ``"class"`` or ``"function"``."""
+        return "class" if inspect.isclass(self.reference) else "function"
+
+    @property
     def lesson(self) -> str:
         """The lesson number, e.g. ``"01"``."""
         return self.id.split(".", 1)[0]
@@ -62,9 +71,18 @@ class Exercise:
 _REGISTRY: dict[str, Exercise] = {}
 
 
+def registry() -> Mapping[str, Exercise]:
+    """Every registered exercise by id: a read-only view of the registry (it follows later registrations)."""
+    return MappingProxyType(_REGISTRY)
+
+
 def grader(exercise_id: str, *, reference: Callable, title: str, hints: tuple[str, ...] | list[str],
            points: int = 1) -> Callable[[Callable], Callable]:
-    """Decorator that registers ``grade`` as the grader of ``exercise_id``."""
+    """Decorator that registers ``grade`` as the grader of ``exercise_id``.
+
+    :func:`check` hands ``grade`` the learner's answer only once it is a function (or a class, when
+    ``reference`` is one), so a grader starts from a callable.
+    """
     def register(grade: Callable[[Any], str]) -> Callable[[Any], str]:
         if exercise_id in _REGISTRY:
             raise ValueError(f"exercise {exercise_id!r} is registered twice")
@@ -75,7 +93,6 @@ def grader(exercise_id: str, *, reference: Callable, title: str, hints: tuple[st
 
 def exercise_ids() -> list[str]:
     """All registered exercise ids, in course order."""
-    _load_lessons()
     return sorted(_REGISTRY)
 
 
@@ -85,7 +102,6 @@ def get_exercise(exercise_id: str) -> Exercise:
     Raises:
         KeyError: for an unknown id; the message lists the known ones.
     """
-    _load_lessons()
     try:
         return _REGISTRY[exercise_id]
     except (KeyError, TypeError):
@@ -93,7 +109,7 @@ def get_exercise(exercise_id: str) -> Exercise:
         raise KeyError(f"Unknown exercise id {exercise_id!r}. Known exercises: {known}") from None
 
 
-def check(exercise_id: str, answer: Any) -> Result:
+def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Result:
     """Check a learner's answer against the exercise's reference.
 
     Never raises for anything the learner passes: a stub gives "not attempted", exceptions,
@@ -102,6 +118,7 @@ def check(exercise_id: str, answer: Any) -> Result:
     Args:
         exercise_id: e.g. ``"01.nbytes"``.
         answer: the learner's function or class.
+        timeout: seconds the check may run before it is stopped (default :data:`TIME_LIMIT`).
 
     Returns:
         A :class:`~course_utils.results.Result`.
@@ -112,11 +129,12 @@ def check(exercise_id: str, answer: Any) -> Result:
     ex = get_exercise(exercise_id)
     printed = io.StringIO()
     status, feedback = FAILED, ""
+    seconds = TIME_LIMIT if timeout is None else timeout
     try:
-        with _time_limit(TIME_LIMIT), _torch_state_kept(), contextlib.redirect_stdout(printed), \
+        with time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):
             with ModesKept() as modes:  # what learner code ran outside grading.call may leave active
-                feedback = ex.grade(answer)
+                feedback = ex.grade(expect_callable(answer, ex.name, kind=ex.kind))
             if modes.changed:
                 raise Wrong(_MODE_LEFT)
         status = PASSED
@@ -129,16 +147,16 @@ def check(exercise_id: str, answer: Any) -> Result:
     except Crashed as e:
         feedback = _crash_feedback(e)
     except TimeLimit:
-        feedback = (f"Your code ran for more than {TIME_LIMIT:g} s and was stopped. "
+        feedback = (f"Your code ran for more than {seconds:g} s and was stopped. "
                     "Look for a loop that never ends.")
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # anything odd an answer object does while being inspected
         feedback = (f"Checking stopped with {type(e).__name__}: {safe_repr(str(e), 200)}. "
-                    f"Make sure `{ex.name}` is the {_kind(ex)} the exercise asks for.")
+                    f"Make sure `{ex.name}` is the {ex.kind} the exercise asks for.")
     points = ex.points if status == PASSED else 0
     return Result(ex.id, ex.title, status, points, ex.points, feedback,
-                  printed=_shorten(printed.getvalue()))
+                  printed=shorten(printed.getvalue().strip(), 300))
 
 
 _MODE_LEFT = ("Your code left a torch function mode or dispatch mode active while it was checked (one it entered "
@@ -160,17 +178,8 @@ def _crash_feedback(e: Crashed) -> str:
             "Read the message, fix the cell, run it, and check again.")
 
 
-def _kind(ex: Exercise) -> str:
-    return "class" if inspect.isclass(ex.reference) else "function"
-
-
-def _shorten(text: str, limit: int = 300) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + " …"
-
-
 @contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
+def time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`TimeLimit` after ``seconds`` (main thread on Unix; elsewhere no limit)."""
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
@@ -224,9 +233,5 @@ def _restore_default_device(device: Any) -> None:
         del context.device_context  # PyTorch 2.7's get_default_device() fails on the None it leaves
 
 
-def _load_lessons() -> None:
-    from . import lessons  # noqa: F401  (importing registers every lesson's exercises)
-
-
-__all__ = ["Exercise", "grader", "check", "get_exercise", "exercise_ids", "hints",
+__all__ = ["Exercise", "grader", "check", "get_exercise", "exercise_ids", "hints", "registry", "time_limit",
            "Wrong", "NotAttempted", "Crashed"]

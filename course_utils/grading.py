@@ -11,7 +11,8 @@ import numbers
 import os
 import reprlib
 import sys
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 import torch.utils._device as _device_module
@@ -21,6 +22,7 @@ from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
 from torch.utils._python_dispatch import _push_mode as _push_dispatch_mode
 
 from . import device as _device
+from .text import shorten
 
 
 class Wrong(Exception):
@@ -48,7 +50,7 @@ def safe_repr(obj: Any, limit: int = 80) -> str:
         text = reprlib.Repr().repr(obj) if not isinstance(obj, str) else repr(obj)
     except BaseException:  # a hostile __repr__ must not break the check
         text = f"<{type(obj).__name__} object>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def describe(t: torch.Tensor) -> str:
@@ -176,31 +178,63 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
 _as_subclass = torch._C.TensorBase.as_subclass  # reads nothing of the tensor's class (no __torch_function__)
 
 
+def expect_like(got: torch.Tensor, want: torch.Tensor, what: str, *, device: str | None = None, shape: str = "",
+                dtype: str = "") -> None:
+    """Raise :class:`Wrong` unless ``got`` has the device, shape and dtype of ``want`` (compared in that order).
+
+    Args:
+        got: the learner's tensor, a plain one (see :func:`expect_tensor`).
+        want: a tensor with the expected device, shape and dtype (the input, for a function that keeps them).
+        what: starts the shape and dtype messages: ``"For a float32 tensor of shape (3,) on cpu"``.
+        device: the whole message for a result on another device; ``None``: the device is not compared.
+        shape, dtype: a sentence of advice after the message for that mistake.
+    """
+    if device is not None and got.device != want.device:
+        raise Wrong(device)
+    if got.shape != want.shape:
+        raise Wrong(f"{what} your result has shape {tuple(got.shape)}." + (f" {shape}" if shape else ""))
+    if got.dtype != want.dtype:
+        raise Wrong(f"{what} your result has dtype {got.dtype}." + (f" {dtype}" if dtype else ""))
+
+
 def is_tensor(value: Any) -> bool:
     """Whether ``value`` is a tensor, by its real type (``isinstance`` would ask its ``__class__``)."""
     return issubclass(type(value), torch.Tensor)
 
 
-def expect_int(value: Any, what: str) -> int:
+#: What :func:`expect_int` tells a learner to do instead, by mistake, when the exercise says nothing else.
+_INT_ADVICE = {
+    "tensor": "Return a plain Python int: `.item()` converts a one-element tensor.",
+    "float": "Return a Python int: `*` and `+` on ints keep them ints, `/` makes a float.",
+    "integral": "Return a plain int: `int(...)` converts it.",
+}
+
+
+def expect_int(value: Any, what: str, *, want: int | None = None, advice: Mapping[str, str] | None = None) -> int:
     """``value`` if it is exactly a Python ``int``; else :class:`Wrong`, saying what to return instead.
 
-    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer. ``what``
-    starts the message: ``"For n=3"`` gives ``"For n=3 you returned ..."``.
+    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer.
+
+    Args:
+        value: what the learner's code returned.
+        what: starts the message: ``"For n=3"`` gives ``"For n=3 you returned ..."``.
+        want: the right answer; a float equal to it is told it is the right number in the wrong type.
+        advice: what to do instead, for the exercise, by mistake: ``"tensor"``, ``"float"`` or
+            ``"integral"`` (another integer type); the general advice where none is given.
     """
-    kind = type(value)
+    kind, advice = type(value), {**_INT_ADVICE, **(advice or {})}
     if kind is int:
         return value
     if issubclass(kind, torch.Tensor):
-        raise Wrong(f"{what} you returned a tensor. Return a plain Python int: `.item()` converts a one-element "
-                    "tensor.")
+        raise Wrong(f"{what} you returned a tensor ({safe_repr(value)}). {advice['tensor']}")
     if kind is bool:
         raise Wrong(f"{what} you returned {value}, a bool. Return the number itself, as an int.")
     if kind is float:
-        raise Wrong(f"{what} you returned the float {value!r}. Return a Python int: `*` and `+` on ints keep "
-                    "them ints, `/` makes a float.")
+        right = "the right number, but as " if want is not None and value == want else ""
+        raise Wrong(f"{what} you returned {right}the float {value!r}. {advice['float']}")
     if issubclass(kind, numbers.Integral):
         raise Wrong(f"{what} you returned {safe_repr(value)} of type `{kind.__name__}`, not a plain Python int. "
-                    "Return a plain int: `int(...)` converts it.")
+                    f"{advice['integral']}")
     raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return the number as an int, a plain "
                 "Python int.")
 
@@ -312,7 +346,7 @@ def _namespaces(answer: Any) -> list[dict]:
     return found
 
 
-class _Patched:
+class Patched:
     """Replace attributes for the length of a ``with`` block; also hide this machine's course
     settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``), which describe the real machine.
 
@@ -323,11 +357,12 @@ class _Patched:
 
     answer: Any = None
 
-    def _fakes(self) -> dict[tuple[Any, str], Any]:
+    def replacements(self) -> dict[tuple[Any, str], Any]:
+        """What to replace: ``{(module, attribute name): replacement}`` (a subclass says)."""
         raise NotImplementedError
 
     def __enter__(self) -> Any:
-        fakes = self._fakes()
+        fakes = self.replacements()
         self._saved = [(module, name, getattr(module, name)) for (module, name) in fakes]
         originals = {id(original): (original, fakes[module, name]) for module, name, original in self._saved}
         for (module, name), replacement in fakes.items():
@@ -340,9 +375,10 @@ class _Patched:
                     self._rebound.append((namespace, key, value))
                     namespace[key] = replacement
         self._env = {name: os.environ.pop(name) for name in _COURSE_SETTINGS if name in os.environ}
-        return self._result()
+        return self.entered()
 
-    def _result(self) -> Any:
+    def entered(self) -> Any:
+        """What ``with ... as x`` gives ``x`` (a subclass may say)."""
         return None
 
     def __exit__(self, *exc: Any) -> None:
@@ -353,7 +389,7 @@ class _Patched:
         os.environ.update(self._env)
 
 
-class simulated_no_accelerator(_Patched):
+class simulated_no_accelerator(Patched):
     """Pretend, for a ``with`` block, that no accelerator is usable. Lets a check test the CPU
     branch of an answer on any machine.
 
@@ -367,7 +403,7 @@ class simulated_no_accelerator(_Patched):
     def __init__(self, build: str | None = "cuda", answer: Any = None):
         self.build, self.answer = build, answer
 
-    def _fakes(self) -> dict[tuple[Any, str], Any]:
+    def replacements(self) -> dict[tuple[Any, str], Any]:
         def current_accelerator(check_available: bool = False) -> torch.device | None:
             return None if check_available or self.build is None else torch.device(self.build)
 
@@ -384,7 +420,7 @@ class simulated_no_accelerator(_Patched):
         return fakes
 
 
-class simulated_accelerator(_Patched):
+class simulated_accelerator(Patched):
     """Pretend, for the length of a ``with`` block, that the machine has an accelerator.
 
     ``torch.accelerator`` reports ``device`` (default: the data-less ``meta`` device) as
@@ -400,12 +436,43 @@ class simulated_accelerator(_Patched):
     def __init__(self, device: str = "meta", answer: Any = None):
         self.device, self.answer = torch.device(device), answer
 
-    def _fakes(self) -> dict[tuple[Any, str], Any]:
+    def replacements(self) -> dict[tuple[Any, str], Any]:
         acc, cuda = torch.accelerator, torch.cuda
         return {(acc, "is_available"): lambda: True,
                 (acc, "current_accelerator"): lambda check_available=False: self.device,
                 (acc, "current_device_index"): lambda: 0, (acc, "device_count"): lambda: 1,
                 (cuda, "is_available"): lambda: False, (cuda, "device_count"): lambda: 0}
 
-    def _result(self) -> torch.device:
+    def entered(self) -> torch.device:
         return self.device
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine a check makes an answer see, to test each branch of device-agnostic code on any machine.
+
+    Attributes:
+        name: how feedback names it, e.g. ``"a CPU-only build of PyTorch"``.
+        accelerator: the device ``torch.accelerator`` reports as usable; None: no accelerator.
+        build: without an accelerator, the one this PyTorch was built for (``current_accelerator()`` names it).
+    """
+
+    name: str
+    accelerator: str | None = None
+    build: str | None = None
+
+    def simulate(self, answer: Any = None) -> Patched:
+        """The ``with`` block in which ``answer`` (and all of PyTorch) sees this machine; ``as`` gives the
+        simulated accelerator's device, or None."""
+        if self.accelerator is not None:
+            return simulated_accelerator(self.accelerator, answer=answer)
+        return simulated_no_accelerator(self.build, answer=answer)
+
+
+#: An accelerator that is not CUDA, shown as the data-less ``meta`` device: a hard-coded ``"cuda"`` fails
+#: there, as on a Mac with MPS.
+OTHER_ACCELERATOR = Machine("an accelerator that is not CUDA (shown as `meta`)", accelerator="meta")
+#: No accelerator, on a CUDA build of PyTorch (pip's default): ``current_accelerator()`` still says ``cuda``.
+NO_GPU_CUDA_BUILD = Machine("a CUDA build of PyTorch without a GPU", build="cuda")
+#: No accelerator, on a CPU-only build of PyTorch: ``current_accelerator()`` is None.
+CPU_ONLY_BUILD = Machine("a CPU-only build of PyTorch")

@@ -1,4 +1,8 @@
-"""Predict-then-reveal quizzes: the data and the plain-Python way to answer them."""
+"""Predict-then-reveal quizzes: the data and the plain-Python way to answer them.
+
+The lesson modules (:mod:`course_utils.lessons`) register their quizzes here with :func:`add_quiz`;
+importing the package loads them, so the registry never imports a lesson.
+"""
 from __future__ import annotations
 
 import html
@@ -7,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .grading import safe_repr
+from .text import card, code_html
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,9 @@ class Outcome:
             return f"<div>{html.escape(self.message)}</div>"
         colour = "#2e9d4f" if self.correct else "#d9480f"
         verdict, _, explanation = self.text().partition("\n")
-        return (f"<div class='course-quiz-outcome' style='border-left:6px solid {colour};"
-                f"padding:6px 10px;background:rgba(128,128,128,.08)'>"
-                f"<b style='color:{colour}'>{html.escape(verdict)}</b>"
-                f"<div class='course-explanation' style='margin-top:4px'>{code_html(explanation)}</div></div>")
+        return card(f"<b style='color:{colour}'>{html.escape(verdict)}</b>"
+                    f"<div class='course-explanation' style='margin-top:4px'>{code_html(explanation)}</div>",
+                    colour, "course-quiz-outcome")
 
 
 _QUIZZES: dict[str, Quiz] = {}
@@ -90,13 +94,11 @@ def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], 
 
 def quiz_ids() -> list[str]:
     """All registered quiz ids."""
-    _load_lessons()
     return sorted(_QUIZZES)
 
 
 def get_quiz(quiz_id: str) -> Quiz:
     """Look up a quiz; an unknown id raises ``KeyError`` listing the known ones."""
-    _load_lessons()
     try:
         return _QUIZZES[quiz_id]
     except (KeyError, TypeError):
@@ -125,13 +127,3 @@ def _parse_choice(quiz: Quiz, choice: Any) -> int | None:
         if text in quiz.options:
             return quiz.options.index(text)
     return None
-
-
-def code_html(text: str) -> str:
-    """Escape text and render `backticks` as inline code."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)).replace("\n", "<br>")
-
-
-def _load_lessons() -> None:
-    from . import lessons  # noqa: F401

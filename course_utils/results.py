@@ -4,6 +4,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from .text import card
+
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
 
 _STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
@@ -64,12 +66,7 @@ class Result:
         feedback = html.escape(self.feedback).replace("\n", "<br>")
         printed = (f"<div style='opacity:.75;margin-top:4px'>Your code printed: "
                    f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
-        return (
-            f"<div class='course-result course-{self.status.replace(' ', '-')}' "
-            f"style='border-left:6px solid {colour};padding:6px 10px;"
-            f"background:rgba(128,128,128,.08);margin:4px 0'>"
-            f"<b style='color:{colour}'>{icon} {html.escape(self.exercise_id)} "
-            f"{html.escape(self.title)}: {self.status}</b> "
-            f"<span style='opacity:.75'>({self.points}/{self.max_points} points)</span>"
-            f"<div style='margin-top:4px'>{feedback}</div>{printed}</div>"
-        )
+        heading = (f"<b style='color:{colour}'>{icon} {html.escape(self.exercise_id)} {html.escape(self.title)}: "
+                   f"{self.status}</b> <span style='opacity:.75'>({self.points}/{self.max_points} points)</span>")
+        return card(f"{heading}<div style='margin-top:4px'>{feedback}</div>{printed}", colour,
+                    f"course-result course-{self.status.replace(' ', '-')}")

@@ -16,7 +16,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
+from .exercises import exercise_ids
 from .files import atomic_open
+from .lessons import LESSONS
+from .quizzes import quiz_ids
 
 #: Environment variable naming the progress file (tests and shared machines set it).
 PROGRESS_ENV = "COURSE_PROGRESS_FILE"
@@ -101,10 +104,6 @@ class Summary:
 
 def summary(path: Path | None = None) -> Summary:
     """Progress across all lessons: quizzes answered, right first time, exercises passed."""
-    from .exercises import exercise_ids
-    from .lessons import LESSONS
-    from .quizzes import quiz_ids
-
     path = Path(path) if path else progress_path()
     data = load(path)
     rows = []

@@ -4,7 +4,8 @@ Accelerators run asynchronously: a plain ``time.time()`` around a CUDA call meas
 launch. ``torch.utils.benchmark.Timer`` reads its clock through a ``timer`` function; its default
 synchronises the *current* accelerator in recent releases, only CUDA or XPU in older ones (2.7),
 and never a device that is not current. :func:`time_it` passes a timer that synchronises exactly
-the device the work runs on, once per block of calls, on every PyTorch the course supports.
+the device the work runs on, once per block of calls, on every PyTorch the course supports. It is the
+course's one way of timing: :func:`course_utils.transfer.seconds_per_call` is its median.
 """
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ Four pieces:
 
 - **Sizes that fit.** :func:`memory_cap` reads the free memory of every device involved and
   allows each buffer only a small fraction of it, so a sweep never runs out of memory.
-- **Timing that is right on every device.** :func:`seconds_per_call` warms up, synchronises the
-  device before starting and before stopping the clock, repeats, and reports a median.
+- **Timing that is right on every device.** :func:`seconds_per_call` is the median of
+  :func:`course_utils.timing.time_it`, the course's one way of timing: it warms up, synchronises the
+  device before starting and before stopping the clock, and repeats.
 - **The latency + bandwidth model.** :func:`fit_latency_bandwidth` finds the two numbers in
   ``seconds = latency_s + nbytes / (bandwidth_gbps * 1e9)`` from measurements.
 - **Counting copies.** :class:`count_copies` sees every PyTorch operation in a ``with`` block
@@ -24,8 +25,6 @@ Four pieces:
 """
 from __future__ import annotations
 
-import statistics
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from . import device as _device
-from .timing import format_seconds
+from .timing import format_seconds, time_it
 
 #: Bytes in a (decimal) gigabyte, the unit of bandwidth on spec sheets: 1 GB = 10**9 bytes.
 GB = 10**9
@@ -98,43 +97,19 @@ def sweep_sizes(cap: int, *, smallest: int = 2**10, largest: int = 2**26, factor
 # --- timing -----------------------------------------------------------------------------------
 
 def seconds_per_call(fn: Callable[[], Any], device: torch.device | str | None = None, *,
-                     min_time: float = 0.02, repeats: int = 5) -> float:
+                     min_time: float = 0.02) -> float:
     """Median seconds one call of ``fn()`` takes, measured correctly on any device.
 
-    Calls ``fn`` once to warm up (first-touch page faults, allocator, lazy initialisation), then
-    times ``repeats`` blocks of calls, each at least ``min_time / repeats`` seconds long. The
-    device is synchronised before the clock starts and before it stops, so queued (asynchronous)
-    work is counted, not just its launch.
+    The median of :func:`course_utils.timing.time_it`: warmed up, repeated in blocks of calls, the
+    device synchronised before the clock starts and before it stops (so queued, asynchronous work is
+    counted, not just its launch), on the CPU threads PyTorch is set to use.
 
     Args:
         fn: the work, without arguments.
         device: the device whose queued work must finish (``None`` or CPU: nothing to wait for).
         min_time: roughly the total measuring time, in seconds.
-        repeats: how many blocks to take the median of.
     """
-    def sync() -> None:
-        if device is not None:
-            _device.synchronize(device)
-
-    fn()
-    sync()
-    block, number = max(min_time / repeats, 1e-6), 1
-    while True:  # find how many calls fill one block
-        elapsed = _time_block(fn, number, sync)
-        if elapsed >= block or number >= 2**16:
-            break
-        number = min(2**16, max(2 * number, int(number * block / max(elapsed, 1e-9) * 1.1) + 1))
-    times = [elapsed / number] + [_time_block(fn, number, sync) / number for _ in range(repeats - 1)]
-    return statistics.median(times)
-
-
-def _time_block(fn: Callable[[], Any], number: int, sync: Callable[[], None]) -> float:
-    sync()
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    sync()
-    return time.perf_counter() - start
+    return time_it(fn, device=device, min_run_time=min_time).median
 
 
 # --- the latency + bandwidth model -------------------------------------------------------------

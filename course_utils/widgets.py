@@ -1,73 +1,20 @@
 """Notebook front-ends for quizzes and exercises, built from core ipywidgets (7.7+ and 8.x).
 
-Each displayed object carries a text and HTML fallback, so a frontend without widgets
-(GitHub, nbviewer, a terminal) still shows the question or the result and says what to do.
+The buttons call the plain learner API (:mod:`course_utils.learner`). Each displayed object carries a
+text and HTML fallback, so a frontend without widgets (GitHub, nbviewer, a terminal) still shows the
+question or the result and says what to do.
 """
 from __future__ import annotations
 
 import html
-import inspect
 import string
 from typing import Any
 
-from . import store
-from .exercises import check, get_exercise
-from .quizzes import Outcome, code_html, get_quiz, grade_choice
-from .results import NOT_ATTEMPTED, Result
-
-_MISSING = object()
-
-
-def answer(quiz_id: str, choice: Any) -> Outcome:
-    """Commit a prediction without widgets: ``answer("01.default_device", "b")``.
-
-    Args:
-        quiz_id: the quiz's id, shown with the question.
-        choice: a letter (``"a"``), a 0-based index, or the option's text.
-
-    Returns:
-        The :class:`~course_utils.quizzes.Outcome`: right or wrong, and the explanation.
-    """
-    outcome = grade_choice(get_quiz(quiz_id), choice)
-    if outcome.chosen is not None:
-        store.record_quiz(quiz_id, outcome.correct, outcome.chosen)
-    return outcome
-
-
-def hint(exercise_id: str, number: int = 1) -> str:
-    """Hint ``number`` (1 = gentlest) for an exercise."""
-    hints = get_exercise(exercise_id).hints
-    number = max(1, min(number, len(hints)))
-    return f"Hint {number}/{len(hints)}: {hints[number - 1]}"
-
-
-def solution(exercise_id: str, force: bool = False) -> str:
-    """The reference solution, once you have made an attempt (or with ``force=True``)."""
-    ex = get_exercise(exercise_id)
-    attempts = store.load()["exercises"].get(exercise_id, {}).get("attempts", 0)
-    if not (attempts or force):
-        return (f"Have a go first: write `{ex.name}`, check it, and read the hints "
-                f"(course_utils.hint({exercise_id!r}, 1)). Then the solution is yours.")
-    return ex.solution_source
-
-
-def run_check(exercise_id: str, answer: Any = _MISSING, namespace: dict | None = None) -> Result:
-    """Check an exercise and record the outcome in the learner's progress.
-
-    Without ``answer``, the function or class named by the exercise is looked up in the
-    notebook (or the given ``namespace``) at the moment of checking.
-    """
-    ex = get_exercise(exercise_id)
-    if answer is _MISSING:
-        answer = (namespace or _user_namespace()).get(ex.name, _MISSING)
-    if answer is _MISSING:
-        result = Result(ex.id, ex.title, NOT_ATTEMPTED, 0, ex.points,
-                        f"`{ex.name}` is not defined yet: run the answer cell above first.")
-    else:
-        result = check(exercise_id, answer)
-    store.record_result(result.exercise_id, result.status, result.points, result.max_points)
-    return result
-
+from . import learner
+from .exercises import get_exercise
+from .quizzes import get_quiz
+from .results import Result
+from .text import code_html
 
 class _Display:
     """Shows a widget where widgets work, and ``text``/``html`` everywhere else."""
@@ -111,7 +58,7 @@ def quiz(quiz_id: str) -> _Display:
         if choices.index is None:
             feedback.value = "<i>Pick an option first, then commit.</i>"
             return
-        outcome = answer(quiz_id, choices.index)
+        outcome = learner.answer(quiz_id, choices.index)
         choices.disabled = commit.disabled = True
         feedback.value = outcome._repr_html_()
 
@@ -121,15 +68,15 @@ def quiz(quiz_id: str) -> _Display:
     return _Display(box, text, fallback)
 
 
-def exercise(exercise_id: str, answer: Any = _MISSING) -> _Display:
+def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
     """Check an exercise now and show the result with Check, Hint and Solution buttons.
 
     The Check button re-reads the learner's current definition, so fixing the answer cell,
     re-running it and pressing Check checks the new code.
     """
     ex = get_exercise(exercise_id)
-    namespace = _user_namespace()
-    result = run_check(exercise_id, answer, namespace)
+    namespace = learner.user_namespace()
+    result = learner.run_check(exercise_id, answer, namespace)
     text = result.text() + (f"\nNo buttons? Re-run this cell to check again; "
                             f"course_utils.hint({exercise_id!r}, 1) gives a hint.")
     w = _widgets()
@@ -149,7 +96,7 @@ def exercise(exercise_id: str, answer: Any = _MISSING) -> _Display:
     shown = {"hints": 0, "attempted": result.attempted}
 
     def on_check(_: Any) -> None:
-        new = run_check(exercise_id, answer, namespace)
+        new = learner.run_check(exercise_id, answer, namespace)
         shown["attempted"] = shown["attempted"] or new.attempted
         checks["count"] += 1
         status.value = status_html(new)
@@ -191,21 +138,6 @@ def _widgets() -> Any:
     except ImportError:
         return None
     return ipywidgets
-
-
-def _user_namespace() -> dict:
-    """The notebook's namespace, or the globals of the code that called into this module."""
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
-        if shell is not None:
-            return shell.user_ns
-    except ImportError:
-        pass
-    frame = inspect.currentframe()
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("course_utils"):
-        frame = frame.f_back
-    return frame.f_globals if frame is not None else {}
 
 
 def _guarded(callback: Any, out: Any) -> Any:

@@ -143,7 +143,7 @@ def test_a_check_puts_back_a_default_device_the_learner_had_set():
 
 from hostile_values import AlwaysEqualInt, ClaimsToBe, EqualsAnything  # noqa: E402
 
-from course_utils.grading import Wrong, expect_float, expect_int, expect_tensor  # noqa: E402
+from course_utils.grading import Wrong, expect_float, expect_int, expect_like, expect_tensor  # noqa: E402
 
 #: The exercises whose answer is a function.
 FUNCTIONS = [e for e in IDS if not inspect.isclass(get_exercise(e).reference)]
@@ -208,6 +208,33 @@ def test_expect_float_takes_exactly_a_number(value, says):
         expect_float(value, "For n=3")
     np = pytest.importorskip("numpy")
     assert [expect_float(v, "") for v in (1.5, 2, np.float32(0.5), np.int64(3))] == [1.5, 2.0, 0.5, 3.0]
+
+
+def test_expect_int_says_when_only_the_type_is_wrong_and_takes_the_exercises_advice():
+    with pytest.raises(Wrong, match="the right number, but as the float 12.0. Return a Python int"):
+        expect_int(12.0, "For n=3", want=12)
+    with pytest.raises(Wrong, match=r"you returned the float 11.0. Count it"):
+        expect_int(11.0, "For n=3", want=12, advice={"float": "Count it."})
+    with pytest.raises(Wrong, match=r"you returned a tensor \(int64 tensor of shape \(\) on cpu\). Return a plain"):
+        expect_int(torch.tensor(12), "For n=3")
+
+
+def test_expect_like_compares_device_shape_and_dtype_in_that_order():
+    t = torch.ones(2, 3)
+    expect_like(torch.zeros(2, 3), t, "For x", device="elsewhere")
+    with pytest.raises(Wrong, match="^elsewhere$"):
+        expect_like(torch.zeros(3, device="meta"), t, "For x", device="elsewhere")
+    expect_like(torch.zeros(2, 3, device="meta"), t, "For x")        # no device message: not compared
+    with pytest.raises(Wrong, match=r"^For x your result has shape \(3,\)\. Keep it\.$"):
+        expect_like(torch.zeros(3), t, "For x", shape="Keep it.")
+    with pytest.raises(Wrong, match=r"^For x your result has dtype torch.float64\.$"):
+        expect_like(t.double(), t, "For x")
+
+
+def test_a_grader_is_given_the_kind_of_callable_its_exercise_asks_for():
+    assert get_exercise("06.scaler").kind == "class" and get_exercise("01.nbytes").kind == "function"
+    result = cu.check("06.scaler", lambda features: None)
+    assert result.status == "failed" and "Expected the class `Scaler` itself" in result.feedback
 
 
 def test_expect_tensor_gives_a_plain_tensor():

@@ -75,3 +75,15 @@ def test_nbytes_tells_a_numpy_integer_to_convert():
     np = pytest.importorskip("numpy")
     result = cu.check("01.nbytes", lambda t: np.int64(t.numel() * t.element_size()))
     assert not result.passed and "`int64`" in result.feedback and "`int(...)`" in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("exercise_id, answer, says", [
+    ("01.nbytes", lambda t: float(t.numel() * t.element_size()), "the right number, but as the float"),
+    ("02.matmul_flops", lambda n: 2 * n ** 3.0, "a float holds whole numbers exactly only up to 2**53"),
+    ("05.training_bytes", lambda m, o: float(sum(p.numel() * p.element_size() for p in m.parameters()) * 2),
+     "the right number, but as the float"),
+])
+def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer, says):
+    """Lessons 01, 02 and 05 ask for a whole number: one check (`expect_int`), the exercise's own advice."""
+    result = cu.check(exercise_id, answer)
+    assert not result.passed and says in result.feedback and "you returned" in result.feedback, result.feedback

@@ -272,7 +272,7 @@ def test_time_it_synchronises_the_device_it_is_given_not_the_current_one(second_
 
 
 def test_seconds_per_call_synchronises_the_device_it_is_given(second_gpu):
-    transfer.seconds_per_call(lambda: None, torch.device("cuda", 1), min_time=0.001, repeats=2)
+    transfer.seconds_per_call(lambda: None, torch.device("cuda", 1), min_time=0.001)
     assert second_gpu.synchronized and set(second_gpu.synchronized) == {torch.device("cuda", 1)}
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course_utils import device as course_device
-from course_utils import transfer
+from course_utils import timing, transfer
 
 
 # --- sizes that fit ---------------------------------------------------------------------------
@@ -52,18 +52,29 @@ def test_sweep_sizes_stop_at_the_cap_and_the_largest_size():
 # --- timing -----------------------------------------------------------------------------------
 
 def test_seconds_per_call_measures_the_work():
-    seconds = transfer.seconds_per_call(lambda: time.sleep(0.002), min_time=0.02, repeats=3)
+    seconds = transfer.seconds_per_call(lambda: time.sleep(0.002), min_time=0.02)
     assert 0.0019 < seconds < 0.05
 
 
 def test_seconds_per_call_warms_up_and_synchronises(monkeypatch):
     calls, syncs = [], []
     monkeypatch.setattr(course_device, "synchronize", lambda dev: syncs.append(torch.device(dev)))
-    transfer.seconds_per_call(lambda: calls.append(1), "cuda", min_time=0.002, repeats=3)
+    transfer.seconds_per_call(lambda: calls.append(1), "cuda", min_time=0.002)
     assert len(calls) > 3
     assert syncs and all(s.type == "cuda" for s in syncs)
-    # one sync before each clock start and one before each stop, plus one after the warm-up
-    assert len(syncs) % 2 == 1
+
+
+def test_seconds_per_call_is_the_median_of_time_it(monkeypatch):
+    """One way of timing in the course: the copy sweep measures as `cu.time_it` does."""
+    seen = {}
+
+    def time_it(fn, *args, **kwargs):
+        seen.update(kwargs, fn=fn)
+        return timing.Timing("x", 1.5e-6, 0.0, 3)
+    monkeypatch.setattr(transfer, "time_it", time_it)
+    work = lambda: None  # noqa: E731
+    assert transfer.seconds_per_call(work, "meta", min_time=0.01) == 1.5e-6
+    assert seen == {"fn": work, "device": "meta", "min_run_time": 0.01}
 
 
 def test_seconds_per_call_without_device_does_not_synchronise(monkeypatch):

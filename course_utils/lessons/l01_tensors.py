@@ -1,13 +1,13 @@
 """Lesson 01 - tensors: shape, dtype, device, bytes, and where new tensors are created."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
 import torch
 
 from ..exercises import grader
-from ..grading import (Wrong, call, describe, expect_callable, expect_int, expect_tensor, safe_repr,
-                       same_values, sample_tensors)
+from ..grading import (Wrong, call, describe, expect_int, expect_like, expect_tensor, safe_repr, same_values,
+                       sample_tensors)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -62,13 +62,12 @@ def nbytes(t):
     "`t.numel()` counts the elements; `t.element_size()` gives bytes per element for its dtype.",
     "Multiply them: `return t.numel() * t.element_size()`.",
 ))
-def _grade_nbytes(answer: Any) -> str:
-    fn = expect_callable(answer, "nbytes")
+def _grade_nbytes(fn: Callable) -> str:
     base = torch.arange(24, dtype=torch.float64)
     cases = list(sample_tensors(seed=1)) + [base[::3], base.view(4, 6)[:, :2]]  # views, too
     for t in cases:
         want = nbytes(t)
-        got = expect_int(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}")
+        got = expect_int(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}", want=want)
         if got != want:
             raise Wrong(f"For a {describe(t)} the answer is {want} bytes, you returned {got}. "
                         + _nbytes_diagnosis(t, got))
@@ -101,8 +100,7 @@ def blank_like(t):
     "The `*_like` family copies all three from its argument.",
     "`return torch.zeros_like(t)` (or `t.new_zeros(t.shape)`).",
 ))
-def _grade_blank_like(answer: Any) -> str:
-    fn = expect_callable(answer, "blank_like")
+def _grade_blank_like(fn: Callable) -> str:
     special = torch.tensor([float("inf"), float("nan"), -1.0])  # `t * 0` is not zero here
     cases = list(sample_tensors(seed=2)) + [special, special.to("meta")]
     for t in cases:
@@ -113,15 +111,11 @@ def _grade_blank_like(answer: Any) -> str:
         if not same_values(t, before):
             raise Wrong("Your function changed its input (an in-place op such as `zero_()`?). "
                         "Leave `t` alone and return a new tensor.")
-        if got.device != t.device:
-            raise Wrong(f"The input was on `{t.device}` but your zeros are on `{got.device}`. "
-                        "`torch.zeros(shape, dtype=...)` uses the default device; make the zeros on "
-                        "`t`'s device (e.g. `torch.zeros_like(t)`).")
-        if got.shape != t.shape:
-            raise Wrong(f"For a {describe(t)} your result has shape {tuple(got.shape)}.")
-        if got.dtype != t.dtype:
-            raise Wrong(f"For a {describe(t)} your result has dtype {got.dtype}: "
-                        "pass the dtype along too, or use a `*_like` function.")
+        expect_like(got, t, f"For a {describe(t)}",
+                    device=f"The input was on `{t.device}` but your zeros are on `{got.device}`. "
+                           "`torch.zeros(shape, dtype=...)` uses the default device; make the zeros on "
+                           "`t`'s device (e.g. `torch.zeros_like(t)`).",
+                    dtype="Pass the dtype along too, or use a `*_like` function.")
         if got.device.type != "meta" and got.numel() and bool((got != 0).any()):
             raise Wrong(f"For a {describe(t)} your result is not all zeros "
                         f"(it contains {safe_repr(got.flatten()[(got != 0).flatten()][:3].tolist())}). "

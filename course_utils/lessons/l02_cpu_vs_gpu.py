@@ -1,14 +1,12 @@
 """Lesson 02 - CPU vs GPU: picking a device, counting FLOPs, timing asynchronous work correctly."""
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable
 
 import torch
 
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, _Patched, call, expect_callable, expect_int, is_tensor, safe_repr,
-                       simulated_accelerator, simulated_no_accelerator)
+from ..grading import NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Patched, Wrong, call, expect_int, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -139,7 +137,7 @@ _BACKEND_CHECKS = (("CUDA", "torch.cuda", torch.cuda, "is_available"),
                    ("MTIA", "torch.mtia", getattr(torch, "mtia", None), "is_available"))
 
 
-class _BackendsAsked(_Patched):
+class _BackendsAsked(Patched):
     """Inside a simulation: note which backends the answer asks about one by one (``torch.cuda``,
     ``torch.backends.mps``, ``torch.xpu``, ...); the answers are whatever the simulation says."""
 
@@ -147,7 +145,7 @@ class _BackendsAsked(_Patched):
         self.answer = answer
         self.asked: list[tuple[str, str]] = []
 
-    def _fakes(self) -> dict[tuple[Any, str], Any]:
+    def replacements(self) -> dict[tuple[Any, str], Any]:
         fakes = {}
         for backend, where, module, name in _BACKEND_CHECKS:
             original = getattr(module, name, None) if module is not None else None
@@ -162,7 +160,7 @@ class _BackendsAsked(_Patched):
             return original(*args, **kwargs)
         return noted
 
-    def _result(self) -> list[tuple[str, str]]:
+    def entered(self) -> list[tuple[str, str]]:
         return self.asked
 
 
@@ -194,9 +192,7 @@ def _hard_coded(got: torch.device, expected: str) -> str:
     "`if torch.accelerator.is_available(): return torch.accelerator.current_accelerator()`, "
     "then `return torch.device(\"cpu\")`.",
 ))
-def _grade_pick_device(answer: Any) -> str:
-    fn = expect_callable(answer, "pick_device")
-
+def _grade_pick_device(fn: Callable) -> str:
     # 1. this machine, as it really is
     real = pick_device()
     where = ("on this machine (no accelerator)" if real.type == "cpu"
@@ -217,7 +213,7 @@ def _grade_pick_device(answer: Any) -> str:
 
     # 2. an accelerator that is not CUDA (reported as the data-less `meta` device)
     where = "when PyTorch reports an accelerator that is not CUDA (the check shows it as `meta`)"
-    with simulated_accelerator(answer=fn) as fake, _BackendsAsked(answer=fn) as asked:
+    with OTHER_ACCELERATOR.simulate(fn) as fake, _BackendsAsked(answer=fn) as asked:
         got = _expect_device(_picked(fn, where), where)
     if got.type == "cpu" and any(backend != "CUDA" for backend, _ in asked):
         raise Wrong(_backend_list_feedback(fake, asked))
@@ -236,14 +232,13 @@ def _grade_pick_device(answer: Any) -> str:
         raise unchecked
 
     # 3. no accelerator, on a PyTorch build that supports CUDA (like a GPU-less cloud machine)
-    where = "on a machine without an accelerator (simulated, with a CUDA build of PyTorch)"
-    with simulated_no_accelerator(answer=fn):
+    where = f"on a machine without an accelerator (simulated: {NO_GPU_CUDA_BUILD.name})"
+    with NO_GPU_CUDA_BUILD.simulate(fn):
         got = _expect_device(_picked(fn, where), where)
     if got.type != "cpu":
-        raise Wrong(f"On a machine without an accelerator (simulated, with a CUDA build of PyTorch) your "
-                    f"function returned `{got}`. `torch.accelerator.current_accelerator()` names the "
-                    "accelerator PyTorch was *built* for, usable or not: check "
-                    "`torch.accelerator.is_available()` first, or pass `check_available=True`.")
+        raise Wrong(f"{where[0].upper()}{where[1:]}, your function returned `{got}`. "
+                    "`torch.accelerator.current_accelerator()` names the accelerator PyTorch was *built* for, "
+                    "usable or not: check `torch.accelerator.is_available()` first, or pass `check_available=True`.")
     return (f"Right here (`{real.type}`), with a simulated non-CUDA accelerator, and with no accelerator "
             "at all: your code is device-agnostic.")
 
@@ -266,29 +261,24 @@ _FLOP_SIZES = (7, 0, 1, 2, 3, 16, 100, 1024, 4096, 10**6 + 1, 2**40 + 3)
     "n−1 additions up to n). That is 2n operations for each of the n² outputs.",
     "`return 2 * n ** 3`: integers only, so it stays exact for any n.",
 ))
-def _grade_matmul_flops(answer: Any) -> str:
-    fn = expect_callable(answer, "matmul_flops")
+def _grade_matmul_flops(fn: Callable) -> str:
     for n in _FLOP_SIZES:
         want = matmul_flops(n)
-        got = call(fn, n, context=f"n={n}")
-        kind = type(got)
-        if is_tensor(got):
-            raise Wrong(f"For n={n} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
-                        "a count needs no tensor (and int64 tensors overflow for large n).")
-        if kind is float:
-            raise Wrong(f"For n={n} you returned the float {got!r}. Return an int: a float holds whole "
-                        "numbers exactly only up to 2**53 (about 9e15), so for large n a float count is "
-                        "rounded. Use integer arithmetic: `2 * n ** 3`, not `2 * n ** 3.0`, "
-                        "`math.pow` or `/`.")
-        if kind not in (int, bool) and issubclass(kind, numbers.Integral):  # a NumPy integer (it overflows)
-            raise Wrong(f"For n={n} you returned {safe_repr(got)} of type `{kind.__name__}`, not a plain "
-                        "Python int. Return a plain int (`int(...)` converts it), and compute with Python "
-                        "ints: unlike NumPy's, they never overflow.")
-        got = expect_int(got, f"For n={n}")
+        got = expect_int(call(fn, n, context=f"n={n}"), f"For n={n}", want=want, advice=_FLOP_ADVICE)
         if got != want:
             raise Wrong(f"For n={n} the count is {want:,}, you returned {got:,}. " + _flops_diagnosis(n, got))
     return (f"Exact for {len(_FLOP_SIZES)} sizes, from n = 0 and 1 up to n = {max(_FLOP_SIZES):,}: "
             "2·n³ as a Python int.")
+
+
+#: What to return instead of a tensor, a float or a NumPy integer, and why, for a count of FLOPs.
+_FLOP_ADVICE = {
+    "tensor": "Return a plain Python int: a count needs no tensor (and int64 tensors overflow for large n).",
+    "float": "Return an int: a float holds whole numbers exactly only up to 2**53 (about 9e15), so for large n "
+             "a float count is rounded. Use integer arithmetic: `2 * n ** 3`, not `2 * n ** 3.0`, `math.pow` or `/`.",
+    "integral": "Return a plain int (`int(...)` converts it), and compute with Python ints: unlike NumPy's, they "
+                "never overflow.",
+}
 
 
 def _flops_diagnosis(n: int, got: int) -> str:

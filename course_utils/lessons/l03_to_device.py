@@ -8,9 +8,10 @@ from torch import nn
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, expect_tensor,
-                       is_tensor, random_tensor, safe_repr, same_values)
+from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_tensor, is_tensor, random_tensor,
+                       safe_repr, same_values)
 from ..quizzes import add_quiz
+from ..text import shorten
 
 # --- quizzes ---------------------------------------------------------------------------------
 
@@ -164,8 +165,7 @@ def _show(obj: Any, depth: int = 0) -> str:
             else:
                 inner = ", ".join(_show(v, depth + 1) for v in obj) + ("," if isinstance(obj, tuple)
                                                                        and len(obj) == 1 else "")
-            text = left + inner + right
-            return text if len(text) <= 300 else text[:299] + "…"
+            return shorten(left + inner + right, 300)
         return safe_repr(obj, 30)
     except Exception:
         return safe_repr(obj, 30)
@@ -337,8 +337,7 @@ def _on(t: torch.Tensor, target: torch.device) -> bool:
     "`if isinstance(obj, dict): return {k: to_device(v, device) for k, v in obj.items()}`, the same for "
     "lists and for tuples (`tuple(to_device(v, device) for v in obj)`), and finally `return obj`.",
 ))
-def _grade_to_device(answer: Any) -> str:
-    fn = expect_callable(answer, "to_device")
+def _grade_to_device(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(3)
     cases = _to_device_cases(gen)
     targets = _target_devices()
@@ -443,8 +442,7 @@ def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
     "result.",
     "`model = model.to(device)`, `batch = batch.to(device)`, then `return model, batch`.",
 ))
-def _grade_prepare(answer: Any) -> str:
-    fn = expect_callable(answer, "prepare")
+def _grade_prepare(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(4)
     cases = _prepare_cases(gen)
     targets = _target_devices()

@@ -7,15 +7,14 @@ import io
 import re
 import textwrap
 import tokenize
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, describe, expect_callable, expect_tensor, random_tensor,
-                       safe_repr, same_values, sample_tensors, simulated_accelerator,
-                       simulated_no_accelerator)
+from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Wrong, call, describe,
+                       expect_like, expect_tensor, random_tensor, safe_repr, same_values, sample_tensors)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -148,12 +147,11 @@ def to_accelerator(t):
     "`if not torch.accelerator.is_available(): return t`, then "
     "`return t.to(torch.accelerator.current_accelerator())`.",
 ))
-def _grade_to_accelerator(answer: Any) -> str:
-    fn = expect_callable(answer, "to_accelerator")
+def _grade_to_accelerator(fn: Callable) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
 
     # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
-    with simulated_accelerator(answer=fn) as fake:
+    with OTHER_ACCELERATOR.simulate(fn) as fake:
         for t in cases:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
@@ -187,8 +185,8 @@ def _grade_to_accelerator(answer: Any) -> str:
 
     # 2. No accelerator, on a CPU-only build and on a CUDA build without a GPU (where
     #    `current_accelerator()` still says `cuda`): the very same object comes back.
-    for build in (None, "cuda"):
-        _check_without_accelerator(fn, cases[:6] + cases[-2:], build)
+    for machine in (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD):
+        _check_without_accelerator(fn, cases[:6] + cases[-2:], machine)
 
     # 3. A real accelerator, if there is one: the *current* device, with the values intact.
     acc = _device.accelerator()
@@ -225,19 +223,18 @@ def _grade_to_accelerator(answer: Any) -> str:
             f"object when there was none{checked_real}.")
 
 
-def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], build: str | None) -> None:
+def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine: Machine) -> None:
     """Step 2 of 04.to_accelerator: with no usable accelerator, ``t`` itself comes back."""
-    machine = "a CUDA build of PyTorch without a GPU" if build else "a CPU-only build of PyTorch"
-    with simulated_no_accelerator(build=build, answer=fn):
+    with machine.simulate(fn):
         for t in cases:
             try:
-                got = call(fn, t, context=f"a {describe(t)} with no accelerator ({machine})")
+                got = call(fn, t, context=f"a {describe(t)} with no accelerator ({machine.name})")
             except Crashed as e:
                 if _asks_for_cuda(e.error):
                     why = (" There `torch.accelerator.current_accelerator()` still names `cuda`: it names the "
-                           "accelerator PyTorch was built for, usable or not." if build else "")
+                           "accelerator PyTorch was built for, usable or not." if machine.build else "")
                     raise Wrong(
-                        f"With no accelerator ({machine}, simulated), your function still asked for CUDA and "
+                        f"With no accelerator ({machine.name}, simulated), your function still asked for CUDA and "
                         f"failed with {safe_repr(_error_text(e.error), 160)}.{why} Check "
                         "`torch.accelerator.is_available()` first, and return `t` unchanged when it is False."
                     ) from None
@@ -262,11 +259,8 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], build: s
 
 
 def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
-    if got.shape != t.shape:
-        raise Wrong(f"For a {describe(t)} your result has shape {tuple(got.shape)}: moving must not change it.")
-    if got.dtype != t.dtype:
-        raise Wrong(f"For a {describe(t)} your result has dtype {got.dtype}: moving must not change the "
-                    "dtype (pass only the device to `.to`).")
+    expect_like(got, t, f"For a {describe(t)}", shape="Moving must not change it.",
+                dtype="Moving must not change the dtype: pass only the device to `.to`.")
 
 
 # --- exercise 04.mask_future -------------------------------------------------------------------
@@ -302,14 +296,13 @@ def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
     "`n = scores.shape[-1]`; `future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)`; "
     "`return scores.masked_fill(future, float('-inf'))`.",
 ))
-def _grade_mask_future(answer: Any) -> str:
-    fn = expect_callable(answer, "mask_future")
+def _grade_mask_future(fn: Callable) -> str:
     local = _score_cases([torch.device("cpu"), torch.device("meta")])
     acc = _device.accelerator()
     real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
     # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
     # accelerator" instead of following them is caught even on a CPU-only machine.
-    with simulated_accelerator(answer=fn):
+    with OTHER_ACCELERATOR.simulate(fn):
         for t in local:
             _check_mask_case(fn, t)
     checked = 0
@@ -350,16 +343,11 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
     if got is t:
         raise Wrong("Your function returned `scores` itself (`masked_fill_`, with the underscore, changes its "
                     "input in place). Return a new, masked tensor: `masked_fill`.")
-    if got.device != t.device:
-        raise Wrong(
-            f"The scores were on `{t.device}` but your result is on `{got.device}`. A function that receives "
-            "tensors should not move them (that costs a copy, and the caller's other tensors stay where "
-            "they were): work on `scores.device`, not on 'the accelerator'.")
-    if got.shape != t.shape:
-        raise Wrong(f"For scores that are a {describe(t)} your result has shape {tuple(got.shape)}.")
-    if got.dtype != t.dtype:
-        raise Wrong(f"For scores that are a {describe(t)} your result has dtype {got.dtype}; keep the "
-                    "scores' dtype.")
+    expect_like(got, t, f"For scores that are a {describe(t)}",
+                device=f"The scores were on `{t.device}` but your result is on `{got.device}`. A function that "
+                       "receives tensors should not move them (that costs a copy, and the caller's other tensors "
+                       "stay where they were): work on `scores.device`, not on 'the accelerator'.",
+                dtype="Keep the scores' dtype.")
     if t.device.type == "meta":
         return
     want = mask_future(t)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, devices_to_test, expect_callable, expect_int, is_tensor, safe_repr,
+from ..grading import (Crashed, Wrong, call, devices_to_test, expect_int, is_tensor, safe_repr,
                        sample_tensors, text_of)
 from ..quizzes import add_quiz
 
@@ -115,8 +115,7 @@ def _kind(t: torch.Tensor) -> str:
     "`actual = x.device if isinstance(x, torch.Tensor) else x`, `wanted = torch.device(wanted)`, then "
     "`return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)`.",
 ))
-def _grade_is_on(answer: Any) -> str:
-    fn = expect_callable(answer, "is_on")
+def _grade_is_on(fn: Callable) -> str:
     cases = _is_on_cases()
     for x, wanted, what in cases:
         context = f"{what} and wanted={wanted!r}"
@@ -246,8 +245,7 @@ def _named(device: torch.device, message: str) -> bool:
     "`if len(devices) > 1: raise ValueError('spread over ' + ', '.join(sorted(str(d) for d in devices)))`, "
     "`return devices.pop()`.",
 ))
-def _grade_model_device(answer: Any) -> str:
-    fn = expect_callable(answer, "model_device")
+def _grade_model_device(fn: Callable) -> str:
     cases = _model_cases()
     spread_seen = 0
     for what, make in cases:
@@ -474,6 +472,14 @@ def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> str:
     return ""
 
 
+#: What to return instead of a tensor or a float, and why, for a count of bytes.
+_BYTES_ADVICE = {
+    "tensor": "Return a plain Python int: `numel()` and `element_size()` already give ints.",
+    "float": "Bytes are whole: return an int. Sizes come from each parameter's `numel()` and `element_size()`, "
+             "not from its values (which a `meta` parameter does not even have); use `*` and `sum`, not `/`.",
+}
+
+
 @grader("05.training_bytes", reference=training_bytes, title="Will it fit for training?", hints=(
     "Count bytes per parameter tensor: `p.numel() * p.element_size()`, summed over `model.parameters()`. "
     "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64, and it works on `meta` too.",
@@ -482,26 +488,15 @@ def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> str:
     "`copies = {'sgd': 2, 'momentum': 3, 'adam': 4}[optimizer]`, then "
     "`return copies * sum(p.numel() * p.element_size() for p in model.parameters())`.",
 ))
-def _grade_training_bytes(answer: Any) -> str:
-    fn = expect_callable(answer, "training_bytes")
+def _grade_training_bytes(fn: Callable) -> str:
     cases = _training_cases()
     for what, make in cases:
         for optimizer in STATE_COPIES:
             module = make()
             want = training_bytes(module, optimizer)
             context = f"{what} and optimizer={optimizer!r}"
-            got = call(fn, module, optimizer, context=context)
-            if is_tensor(got):
-                raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python int: "
-                            "`numel()` and `element_size()` already give ints.")
-            if type(got) is float and got == want:
-                raise Wrong(f"For {context} you returned the right number as a float ({got!r}). Bytes are "
-                            "whole: return an int (avoid `/`; use `*` and `sum`).")
-            if type(got) is float:
-                raise Wrong(f"For {context} you returned {safe_repr(got)}, a float that is not the byte count. "
-                            "Sizes come from each parameter's `numel()` and `element_size()`, not from its "
-                            "values (which a `meta` parameter does not even have). Return an int.")
-            got = expect_int(got, f"For {context}")
+            got = expect_int(call(fn, module, optimizer, context=context), f"For {context}", want=want,
+                             advice=_BYTES_ADVICE)
             if got != want:
                 why = _training_diagnosis(got, module, optimizer)
                 raise Wrong(f"For {context} the answer is {want:,} bytes, you returned {got:,}. "

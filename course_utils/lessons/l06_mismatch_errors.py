@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -11,8 +11,7 @@ from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_callable, expect_tensor,
-                       is_tensor, safe_repr)
+from ..grading import Crashed, Wrong, call, describe, devices_to_test, expect_tensor, is_tensor, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -82,8 +81,6 @@ add_quiz(
     "`model.state_dict()` and rebuilding the model in code avoids the question.",
 )
 
-
-# --- calling learner code ----------------------------------------------------------------------
 
 # --- exercise 06.find_mismatches -------------------------------------------------------------
 
@@ -186,8 +183,7 @@ def _placement(model: nn.Module) -> list[tuple[str, str]]:
     "`return sorted(n for n, t in [*model.named_parameters(), *model.named_buffers(), *inputs.items()] "
     "if t.device != device)`.",
 ))
-def _grade_find_mismatches(answer: Any) -> str:
-    fn = expect_callable(answer, "find_mismatches")
+def _grade_find_mismatches(fn: Callable) -> str:
     cases = _mismatch_cases()
     for description, model, inputs, device, tag in cases:
         expected = find_mismatches(model, inputs, device)
@@ -287,8 +283,8 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
                        "pass lets a 0-dim CPU tensor join element-wise operations on any device, but "
                        f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
                        "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
-                       f"refuse such a tensor, and `model.to(device)` would move it). List {'it' if one else 'them'} too: "
-                       "leave out the 0-dim exception.")
+                       "refuse such a tensor, and `model.to(device)` would move it). "
+                       f"List {'it' if one else 'them'} too: leave out the 0-dim exception.")
         missing = missing - skipped
     if tag == "index" and "on_gpu1" in missing:
         reasons.append("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
@@ -369,8 +365,7 @@ def _build(cls: type, features: int) -> nn.Module:
     "In `__init__`: `super().__init__()` then `self.register_buffer(\"scale\", torch.full((features,), 2.0))`; "
     "in `forward`: `return x * self.scale`.",
 ))
-def _grade_scaler(answer: Any) -> str:
-    cls = expect_callable(answer, "Scaler", kind="class")
+def _grade_scaler(cls: type) -> str:
     if not issubclass(cls, nn.Module):
         raise Wrong("`Scaler` should subclass `nn.Module`: `class Scaler(nn.Module):`.")
     gen = torch.Generator().manual_seed(60)

@@ -10,8 +10,8 @@ import torch
 from .. import device as _device
 from .. import transfer
 from ..exercises import grader
-from ..grading import (Crashed, ModesKept, TimeLimit, Wrong, call, devices_to_test, expect_callable,
-                       expect_float, expect_tensor, is_tensor, safe_repr, same_values)
+from ..grading import (Crashed, ModesKept, TimeLimit, Wrong, call, devices_to_test, expect_float, expect_tensor,
+                       is_tensor, safe_repr, same_values)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -159,8 +159,7 @@ _BANDWIDTH_CASES = ((100_000_000, 0.008), (4096, 2.5e-6), (2**30, 0.085), (64, 1
     "and `seconds` is already in seconds.",
     "`return nbytes / seconds / 1e9`",
 ))
-def _grade_bandwidth_gbps(answer: Any) -> str:
-    fn = expect_callable(answer, "bandwidth_gbps")
+def _grade_bandwidth_gbps(fn: Callable) -> str:
     for n, s in _BANDWIDTH_CASES:
         want = bandwidth_gbps(n, s)
         where = f"For nbytes={n:,} and seconds={s:g}"
@@ -212,8 +211,7 @@ _TIME_CASES = ((100_000_000, 1e-5, 12.0), (4096, 1e-5, 12.0), (0, 8e-6, 25.0), (
     "`bandwidth_gbps * 1e9` (10**9, not 2**30). The answer is in seconds.",
     "`return latency_s + nbytes / (bandwidth_gbps * 1e9)`",
 ))
-def _grade_transfer_time(answer: Any) -> str:
-    fn = expect_callable(answer, "transfer_time")
+def _grade_transfer_time(fn: Callable) -> str:
     for n, lat, bw in _TIME_CASES:
         want = transfer_time(n, lat, bw)
         where = f"For nbytes={n:,}, latency_s={lat:g} and bandwidth_gbps={bw:g}"
@@ -497,8 +495,7 @@ def _no_accelerator_feedback(e: Crashed) -> Wrong | None:
     "`stacked = torch.stack(batches).to(device)` then "
     "`return stacked.sum(dim=0, dtype=stacked.dtype)`",
 ))
-def _grade_sum_batches(answer: Any) -> str:
-    fn = expect_callable(answer, "sum_batches")
+def _grade_sum_batches(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(7)
     devices = devices_to_test()                                   # cpu, meta, and the accelerator if any
     value_devices = [d for d in devices if d.type != "meta"]      # where values can be read

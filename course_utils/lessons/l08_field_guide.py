@@ -1,12 +1,12 @@
 """Appendix 08 - field guide: the device errors you will meet outside the lessons, and their fixes."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ..exercises import grader
-from ..grading import Crashed, Wrong, call, describe, expect_callable, safe_repr
+from ..grading import Crashed, Wrong, call, describe, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -94,8 +94,7 @@ def _same(a: Any, b: Any) -> bool:
     "`encoder.module.weight`.",
     "`return {(k[len(prefix):] if k.startswith(prefix) else k): v for k, v in state_dict.items()}`",
 ))
-def _grade_strip_prefix(answer: Any) -> str:
-    fn = expect_callable(answer, "strip_prefix")
+def _grade_strip_prefix(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(8)
     for description, state, prefix in _wrapped_state(gen):
         original = dict(state)
@@ -189,8 +188,7 @@ def _not_a_plain_list(got: Any, want: list[int]) -> str | None:
     "positions. `.nonzero()` gives those positions; `.flatten().tolist()` makes them a list of Python ints.",
     "`return (((labels < 0) | (labels >= num_classes)) & (labels != ignore_index)).nonzero().flatten().tolist()`",
 ))
-def _grade_bad_labels(answer: Any) -> str:
-    fn = expect_callable(answer, "bad_labels")
+def _grade_bad_labels(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(80)
     for description, labels, num_classes, ignore_index in _label_cases(gen):
         given = labels.clone()

@@ -1,0 +1,89 @@
+"""The plain learner API, for any Python (a notebook without widgets, a terminal, the command line):
+answer a quiz, read a hint, see the solution, check an exercise and keep the progress.
+
+:mod:`course_utils.widgets` puts buttons on top of these functions.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from . import store
+from .exercises import check, get_exercise
+from .quizzes import Outcome, get_quiz, grade_choice
+from .results import NOT_ATTEMPTED, Result
+
+#: Stands for "no answer given": the answer is then looked up by name where the learner works.
+MISSING: Any = object()
+
+
+def answer(quiz_id: str, choice: Any) -> Outcome:
+    """Commit a prediction without widgets: ``answer("01.default_device", "b")``.
+
+    Args:
+        quiz_id: the quiz's id, shown with the question.
+        choice: a letter (``"a"``), a 0-based index, or the option's text.
+
+    Returns:
+        The :class:`~course_utils.quizzes.Outcome`: right or wrong, and the explanation.
+    """
+    outcome = grade_choice(get_quiz(quiz_id), choice)
+    if outcome.chosen is not None:
+        store.record_quiz(quiz_id, outcome.correct, outcome.chosen)
+    return outcome
+
+
+def hint(exercise_id: str, number: int = 1) -> str:
+    """Hint ``number`` (1 = gentlest) for an exercise."""
+    hints = get_exercise(exercise_id).hints
+    number = max(1, min(number, len(hints)))
+    return f"Hint {number}/{len(hints)}: {hints[number - 1]}"
+
+
+def solution(exercise_id: str, force: bool = False) -> str:
+    """The reference solution, once you have made an attempt (or with ``force=True``)."""
+    ex = get_exercise(exercise_id)
+    attempts = store.load()["exercises"].get(exercise_id, {}).get("attempts", 0)
+    if not (attempts or force):
+        return (f"Have a go first: write `{ex.name}`, check it, and read the hints "
+                f"(course_utils.hint({exercise_id!r}, 1)). Then the solution is yours.")
+    return ex.solution_source
+
+
+def run_check(exercise_id: str, answer: Any = MISSING, namespace: dict | None = None) -> Result:
+    """Check an exercise and record the outcome in the learner's progress.
+
+    Args:
+        exercise_id: e.g. ``"01.nbytes"``.
+        answer: the learner's function or class; without it, the name the exercise asks for is looked
+            up in ``namespace`` (default: :func:`user_namespace`) at the moment of checking.
+        namespace: where to look the answer up.
+
+    Returns:
+        The :class:`~course_utils.results.Result`; "not attempted" when the name is not defined yet.
+    """
+    ex = get_exercise(exercise_id)
+    if answer is MISSING:
+        answer = (namespace or user_namespace()).get(ex.name, MISSING)
+    if answer is MISSING:
+        result = Result(ex.id, ex.title, NOT_ATTEMPTED, 0, ex.points,
+                        f"`{ex.name}` is not defined yet: run the answer cell above first.")
+    else:
+        result = check(exercise_id, answer)
+    store.record_result(result.exercise_id, result.status, result.points, result.max_points)
+    return result
+
+
+def user_namespace() -> dict:
+    """The notebook's namespace, or the globals of the code that called into the course's package."""
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+        if shell is not None:
+            return shell.user_ns
+    except ImportError:
+        pass
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("course_utils"):
+        frame = frame.f_back
+    return frame.f_globals if frame is not None else {}

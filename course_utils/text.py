@@ -1,0 +1,38 @@
+"""Small pieces of text and HTML that every view of the course shares: shortened text, `inline code`
+in HTML, and the card with a coloured edge that results, quiz outcomes and reports are shown in.
+
+The bottom floor of the package: it imports nothing of the course.
+"""
+from __future__ import annotations
+
+import html
+
+#: The frame of a card: a coloured edge, and a light grey behind that reads on light and dark themes.
+_CARD_STYLE = "border-left:6px solid {colour};padding:6px 10px;background:rgba(128,128,128,.08);margin:4px 0"
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit - 1`` and "…".
+
+    Args:
+        text: any text.
+        limit: the most characters the result may have (at least 1).
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def code_html(text: str) -> str:
+    """``text`` as HTML: escaped, `backticks` shown as inline code, line breaks kept."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)).replace("\n", "<br>")
+
+
+def card(body: str, colour: str, css_class: str) -> str:
+    """A block with a coloured edge on the left, the frame of every result the course shows.
+
+    Args:
+        body: the card's content, already HTML.
+        colour: a CSS colour for the edge.
+        css_class: the class(es) of the block, for styles and tests (e.g. ``"course-result"``).
+    """
+    return f"<div class='{css_class}' style='{_CARD_STYLE.format(colour=colour)}'>{body}</div>"
