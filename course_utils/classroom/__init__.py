@@ -5,7 +5,8 @@ One module per stage (the building blocks of a single check are :mod:`course_uti
 * :mod:`.submissions`: find the notebooks, read them, tell their lesson, scan their answer cells;
 * :mod:`.runs`: run one submission (fork server, supervisor, worker) and watch it to its end;
 * :mod:`.worker`, :mod:`.integrity`, :mod:`.processes`: the worker side, what keeps a check honest,
-  and process control; :mod:`.messages`: the signed channel between worker and grader;
+  and process control; :mod:`.messages`: the signed channel between worker and grader, and the names
+  of its messages and of how a run ends;
 * :mod:`.grader`: one submission's grade, and a batch's;
 * :mod:`.reports`: CSV, Gradescope ``results.json`` and the summary; :mod:`.cli`: the command.
 
@@ -47,11 +48,11 @@ Each submission is graded on what its answer cells *do*, not on what the noteboo
 Threat model. This defeats what learners actually do, by accident or on purpose: redefining or
 monkeypatching ``course_utils.check``, its registry, its helpers or PyTorch functions (in an answer
 cell or from inside the answer during its check); edited check cells; printed or saved claims of
-"passed", and bytes written into the grader's pipes; importing the reference solution; infinite loops; crashes; memory bombs (forked ones
-included); processes left running; stopping or killing the worker's parent; files that are not
-notebooks, or not even JSON. The batch always carries on, every submission gets a row per exercise
-of its lesson, rows are kept as submissions finish, no output overwrites an input, and the same input gives
-the same CSV.
+"passed", and bytes written into the grader's pipes; importing the reference solution; infinite
+loops; crashes; memory bombs (forked ones included); processes left running; stopping or killing the
+worker's parent; files that are not notebooks, or not even JSON. The batch always carries on, every
+submission gets a row per exercise of its lesson, rows are kept as submissions finish, no output
+overwrites an input, and the same input gives the same CSV.
 
 It is **not a security sandbox**. Learner code runs with your user's rights: it can read and
 write your files (the course's own included), use the network, find the HMAC key in its own

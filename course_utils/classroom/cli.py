@@ -38,8 +38,6 @@ class _Progress:
         self.stream.flush()
 
 
-
-
 #: Upper bounds for the options (a limit beyond these is a typo).
 MAX_SECONDS = 86400.0
 MAX_JOBS = 1024
@@ -52,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
                         help="submitted notebooks, or folders searched for *.ipynb")
     parser.add_argument("--out", default="grades.csv",
-                        help="CSV file to write, outside the folders graded; replaced when the batch ends (default: grades.csv)")
+                        help="CSV file to write, outside the folders graded; replaced when the batch ends "
+                             "(default: grades.csv)")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="submissions graded in parallel (default: 1)")
     parser.add_argument("--timeout", type=float, default=d.timeout,
                         help=f"seconds for a whole submission, checks included (default: {d.timeout:g})")
@@ -70,8 +69,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="progress bar on stderr (default: for more than 5 submissions, or in a terminal)")
 
 
-def _option_problems(args: argparse.Namespace) -> list[str]:
-    """What is wrong with the numeric options (empty when nothing is)."""
+class _UsageError(Exception):
+    """Why ``grade`` exits with status 2 before grading anything (the message is printed as it is)."""
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Raise :class:`_UsageError` when grading cannot run here, or a numeric option or ``--lesson`` is wrong."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        raise _UsageError("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited "
+                          "process).")
     problems = []
     if not 1 <= args.jobs <= MAX_JOBS:
         problems.append(f"--jobs must be between 1 and {MAX_JOBS} (got {args.jobs}).")
@@ -82,7 +88,27 @@ def _option_problems(args: argparse.Namespace) -> list[str]:
                             f"(got {value:g}).")
     if not 512 <= args.memory_mb <= MAX_MEMORY_MB:
         problems.append(f"--memory-mb must be between 512 and {MAX_MEMORY_MB} (got {args.memory_mb}).")
-    return problems
+    if args.lesson and not lesson_exercises(args.lesson):
+        lessons = sorted({get_exercise(e).lesson for e in exercise_ids()})
+        problems.append(f"--lesson {args.lesson}: no lesson with exercises has that number "
+                        f"(known: {', '.join(lessons)}).")
+    if problems:
+        raise _UsageError("\n".join(printable(p) for p in problems))
+
+
+def _find(args: argparse.Namespace, stderr: TextIO) -> list[str]:
+    """The submissions to grade (a warning for each folder that could not be read); raises
+    :class:`_UsageError` for a path that does not exist, or when there is nothing to grade."""
+    unreadable: list[str] = []
+    try:
+        paths = find_submissions(args.submissions, unreadable)
+    except FileNotFoundError as e:
+        raise _UsageError(printable(str(e))) from None
+    for problem in unreadable:
+        print("Warning: " + printable(problem), file=stderr)
+    if not paths:
+        raise _UsageError("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)))
+    return paths
 
 
 def _writable_folder(path: str) -> Optional[str]:
@@ -113,6 +139,26 @@ def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[
     return None
 
 
+def _open_outputs(args: argparse.Namespace, paths: list[str]) -> tuple[CsvFile, dict[str, str]]:
+    """The ``--out`` file, and each submission's ``--gradescope`` folder (:func:`gradescope_folders`; none
+    without the option). Raises :class:`_UsageError` for an output that would overwrite an input or
+    cannot be written."""
+    clash = _output_clash(args, paths)
+    if clash:
+        raise _UsageError(printable(clash))
+    folders: dict[str, str] = {}
+    if args.gradescope:
+        why = _writable_folder(args.gradescope)
+        if why:
+            raise _UsageError(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: "
+                              f"{why}.")
+        folders = gradescope_folders(paths)
+    try:
+        return CsvFile(args.out), folders
+    except OSError as e:
+        raise _UsageError(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.") from None
+
+
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``python -m course_utils grade``.
 
@@ -132,48 +178,13 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         submissions graded so far).
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        print("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited process).",
-              file=stderr)
-        return 2
-    problems = _option_problems(args)
-    if args.lesson and not lesson_exercises(args.lesson):
-        lessons = sorted({get_exercise(e).lesson for e in exercise_ids()})
-        problems.append(f"--lesson {args.lesson}: no lesson with exercises has that number "
-                        f"(known: {', '.join(lessons)}).")
-    if problems:
-        print("\n".join(printable(p) for p in problems), file=stderr)
-        return 2
-    unreadable: list[str] = []
     try:
-        paths = find_submissions(args.submissions, unreadable)
-    except FileNotFoundError as e:
-        print(printable(str(e)), file=stderr)
+        _check_options(args)
+        paths = _find(args, stderr)
+        csv_file, folders = _open_outputs(args, paths)
+    except _UsageError as e:
+        print(e, file=stderr)
         return 2
-    for problem in unreadable:
-        print("Warning: " + printable(problem), file=stderr)
-    if not paths:
-        print("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)), file=stderr)
-        return 2
-    clash = _output_clash(args, paths)
-    if clash:
-        print(printable(clash), file=stderr)
-        return 2
-    folders: dict[str, str] = {}
-    if args.gradescope:
-        why = _writable_folder(args.gradescope)
-        if why:
-            print(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: {why}.",
-                  file=stderr)
-            return 2
-        folders = gradescope_folders(paths)
-    try:
-        csv_file = CsvFile(args.out)
-    except OSError as e:
-        print(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.", file=stderr)
-        return 2
-    limits = Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb)
-    show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
     started = time.monotonic()
     unwritten: list[str] = []  # Gradescope results that could not be written
     try:
@@ -185,8 +196,10 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
                 except OSError as e:  # e.g. a full disk: the CSV still has the grade
                     unwritten.append(f"{folders[grade.submission]}: {e.strerror or type(e).__name__}")
 
+        show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
         try:
-            grades = grade_all(paths, limits, jobs=args.jobs, lesson=args.lesson, on_grade=record,
+            grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb),
+                               jobs=args.jobs, lesson=args.lesson, on_grade=record,
                                on_progress=_Progress(len(paths), stderr) if show else None)
         except KeyboardInterrupt:
             csv_file.finish()
@@ -196,7 +209,14 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         csv_file.finish()
     finally:
         csv_file.close()
-    elapsed = time.monotonic() - started
+    _summary(args, grades, time.monotonic() - started, stdout)
+    for problem in unwritten:
+        print("Could not write Gradescope results " + printable(problem), file=stderr)
+    return 0
+
+
+def _summary(args: argparse.Namespace, grades: list[SubmissionGrade], elapsed: float, stdout: TextIO) -> None:
+    """Print the summary table and the batch's totals."""
     points, available = sum(g.points for g in grades), sum(g.max_points for g in grades)
     full = sum(1 for g in grades if g.max_points and g.points == g.max_points)
     print(summary_table(grades), file=stdout)
@@ -204,6 +224,3 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
           f"{points}/{available} points, {full} with full marks. Grades written to {printable(args.out)}"
           + (f"; Gradescope results under {printable(args.gradescope)}/" if args.gradescope else "") + ".",
           file=stdout)
-    for problem in unwritten:
-        print("Could not write Gradescope results " + printable(problem), file=stderr)
-    return 0

@@ -12,8 +12,8 @@ from typing import Callable, Optional, Sequence
 
 from ..exercises import get_exercise
 from ..results import FAILED, PASSED
-from .messages import clean
-from .runs import CANCELLED, STARTUP_LIMIT, Limits, fork_server, how_it_ended, run_worker, stop_server
+from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
+from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
 from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, answer_cells, checked_after, defines,
                           file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
                           why_unrunnable)
@@ -79,9 +79,10 @@ class SubmissionGrade:
                    bool(self.rows) and self.passed == len(self.rows) and not self.note, feedback)
 
 
-
-def grade_of(submission: str, exercises: list[str], decided: dict[str, tuple[str, str]],
-           note: str = "", events: Optional[list[str]] = None) -> SubmissionGrade:
+def _grade_of(submission: str, exercises: list[str], decided: dict[str, tuple[str, str]], note: str = "",
+              events: Optional[list[str]] = None) -> SubmissionGrade:
+    """The grade: a row per exercise (``decided``: exercise -> (status, feedback)), none passed when
+    ``note`` says why the whole submission was not graded."""
     rows = []
     for ex_id in exercises:
         ex = get_exercise(ex_id)
@@ -91,8 +92,29 @@ def grade_of(submission: str, exercises: list[str], decided: dict[str, tuple[str
     return SubmissionGrade(submission, rows, clean(note) if note else "", sorted(set(events or [])))
 
 
+@dataclass
+class _Grading:
+    """One submission on its way through the steps of :func:`grade_notebook`."""
+
+    path: str
+    limits: Limits
+    lesson: Optional[str]
+    nb: dict = field(default_factory=dict)
+    cells: list[AnswerCell] = field(default_factory=list)  # its answer cells; then what the workers run
+    exercises: list[str] = field(default_factory=list)  # its lesson's
+    decided: dict[str, tuple[str, str]] = field(default_factory=dict)  # exercise -> (status, feedback)
+    events: list[str] = field(default_factory=list)
+    final: Optional[SubmissionGrade] = None  # the whole submission's grade, once a step has decided it
+
+    def end(self, note: str, event: str) -> None:
+        """Decide the whole submission: not graded, for the reason ``note``."""
+        self.final = _grade_of(self.path, self.exercises, {}, note, [event])
+
+
 def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] = None) -> SubmissionGrade:
-    """Grade one submitted notebook.
+    """Grade one submitted notebook: read it, choose its lesson, select the cells to run, make the
+    static checks, then run the cells until every exercise is decided. A step may decide the whole
+    submission (a file that is not a notebook, tampering...), which ends the grading there.
 
     Args:
         path: the notebook file (the string is used as the submission's name).
@@ -102,136 +124,197 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
     Returns:
         Its :class:`SubmissionGrade`; never raises for anything in the file.
     """
+    grading = _Grading(path, limits, lesson)
+    for step in (_read, _choose_lesson, _select_cells, _static_checks, _run_until_decided):
+        step(grading)
+        if grading.final is not None:
+            return grading.final
+    decided = {e: _unseen_names(status, feedback) for e, (status, feedback) in grading.decided.items()}
+    return _grade_of(path, grading.exercises, decided, events=grading.events)
+
+
+def _read(g: _Grading) -> None:
+    """Read the notebook and its answer cells; a file that is not a notebook is not graded."""
     try:
-        nb = read_notebook(path)
-        cells = answer_cells(nb)
+        g.nb = read_notebook(g.path)
+        g.cells = answer_cells(g.nb)
     except InvalidSubmission as e:
-        lesson = lesson or lesson_of(path)
-        return grade_of(path, lesson_exercises(lesson) if lesson else [], {}, f"Not graded: {e}.",
-                      ["invalid notebook"])
-    events: list[str] = []
-    if lesson is None:
-        lesson = lesson_of(path, cells)
-        named = file_lesson(path)
-        if lesson and named and named != lesson:
-            events.append(f"graded as lesson {lesson}, the lesson of its answer cells (its name says {named})")
-    if lesson is None:
-        return grade_of(path, [], {}, "Not graded: could not tell which lesson this notebook belongs to (no "
-                      "answer cells, and the file name does not start with a lesson number); use --lesson.",
-                      ["unknown lesson"])
-    exercises = lesson_exercises(lesson)
+        lesson = g.lesson or lesson_of(g.path)
+        g.exercises = lesson_exercises(lesson) if lesson else []
+        g.end(f"Not graded: {e}.", "invalid notebook")
+
+
+def _choose_lesson(g: _Grading) -> None:
+    """The lesson: as given, else as :func:`lesson_of` tells it (a note when the file name says another)."""
+    if g.lesson is None:
+        g.lesson = lesson_of(g.path, g.cells)
+        named = file_lesson(g.path)
+        if g.lesson and named and named != g.lesson:
+            g.events.append(f"graded as lesson {g.lesson}, the lesson of its answer cells (its name says {named})")
+    if g.lesson is None:
+        g.end("Not graded: could not tell which lesson this notebook belongs to (no answer cells, and the file "
+              "name does not start with a lesson number); use --lesson.", "unknown lesson")
+        return
+    g.exercises = lesson_exercises(g.lesson)
+
+
+def _select_cells(g: _Grading) -> None:
+    """The cells to run: the answer cells of the lesson's exercises, the learner's own cells that they
+    need (:func:`own_cells`), and the empty cells that check an exercise where its Check cell is
+    (:func:`checked_after`). An exercise with neither an answer cell nor a cell defining its name is
+    decided: its answer cell is missing."""
     # Answer cells of other lessons' exercises (or of no registered exercise) are not run: they are
     # not part of this assignment. They are reported, so that a wrong file is noticed.
-    ignored = sorted({c[1] for c in cells if c[1] not in exercises})
-    cells = [c for c in cells if c[1] in exercises]
-    decided: dict[str, tuple[str, str]] = {}
-    events += [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
+    ignored = sorted({c.exercise for c in g.cells if c.exercise not in g.exercises})
+    answers = [c for c in g.cells if c.exercise in g.exercises]
+    g.events += [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
     elsewhere = (f" This notebook has answer cells for {', '.join(ignored)}, which are not exercises of lesson "
-                 f"{lesson}: they are not graded. Is this the right notebook?") if ignored else ""
-    own = _own_cells(nb, cells, exercises, events)
-    for ex_id in exercises:
-        if not any(c[1] == ex_id for c in cells) and not any(get_exercise(ex_id).name in defines(c.source)
-                                                              for c in own):
-            decided[ex_id] = (FAILED, "Answer cell missing: the notebook has no cell marked as the answer to "
-                                      f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere)
-    cells = sorted(cells + own + checked_after(nb, cells, own, exercises))
-    unrunnable = {c[0]: why_unrunnable(c[2]) for c in cells}
-    for index, ex_id, _ in cells:
-        if unrunnable[index] and ex_id not in decided:
-            decided[ex_id] = (FAILED, unrunnable[index])
-            events.append(f"{ex_id}: unreadable answer cell")
-    cells = [c for c in cells if not unrunnable[c[0]]]
-    for _, ex_id, source in cells:
-        construct = reaches_into_course(source)
-        if construct and ex_id == OWN_CELL:
-            for other in exercises:
-                decided.setdefault(other, (FAILED, f"Not graded: a cell your answers use reads the call stack "
-                                                   f"(`{construct}`), where the checker keeps the expected answers. "
-                                                   "Solve the exercises with your own code."))
-            events.append("a cell of the learner's own reads the checker's frames")
-        elif construct and ex_id not in decided:
-            decided[ex_id] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reads the call "
-                                      "stack, where the checker keeps the expected answers. Solve the exercise "
-                                      "with your own code.")
-            events.append(f"{ex_id}: reads the checker's frames")
-    skip: set[int] = set()
-    deadline = time.monotonic() + limits.timeout  # for the whole submission, every rerun included
-    while any(e not in decided for e in exercises):
-        to_check = [e for e in exercises if e not in decided]
+                 f"{g.lesson}: they are not graded. Is this the right notebook?") if ignored else ""
+    own = _own_cells(g.nb, answers, g.exercises, g.events)
+    for ex_id in g.exercises:
+        if not any(c.exercise == ex_id for c in answers) and not any(get_exercise(ex_id).name in defines(c.source)
+                                                                      for c in own):
+            g.decided[ex_id] = (FAILED, "Answer cell missing: the notebook has no cell marked as the answer to "
+                                        f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere)
+    g.cells = sorted(answers + own + checked_after(g.nb, answers, own, g.exercises))
+
+
+def _static_checks(g: _Grading) -> None:
+    """Decide, before anything runs, the exercises whose cells cannot be run (:func:`why_unrunnable`:
+    those cells are left out) or read the call stack (:func:`reaches_into_course`; in a cell of the
+    learner's own, every exercise)."""
+    unrunnable = {c.index: why_unrunnable(c.source) for c in g.cells}
+    for c in g.cells:
+        if unrunnable[c.index] and c.exercise not in g.decided:
+            g.decided[c.exercise] = (FAILED, unrunnable[c.index])
+            g.events.append(f"{c.exercise}: unreadable answer cell")
+    g.cells = [c for c in g.cells if not unrunnable[c.index]]
+    for c in g.cells:
+        construct = reaches_into_course(c.source)
+        if construct and c.exercise == OWN_CELL:
+            for other in g.exercises:
+                g.decided.setdefault(other, (FAILED, f"Not graded: a cell your answers use reads the call stack "
+                                                     f"(`{construct}`), where the checker keeps the expected "
+                                                     "answers. Solve the exercises with your own code."))
+            g.events.append("a cell of the learner's own reads the checker's frames")
+        elif construct and c.exercise not in g.decided:
+            g.decided[c.exercise] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reads the "
+                                             "call stack, where the checker keeps the expected answers. Solve the "
+                                             "exercise with your own code.")
+            g.events.append(f"{c.exercise}: reads the checker's frames")
+
+
+def _run_until_decided(g: _Grading) -> None:
+    """Run the cells in fresh workers until every exercise is decided. A run that ends in a cell or a
+    check (a hang, a crash, memory) decides that stage's exercise, and the next run leaves the cell out;
+    every run together gets ``limits.timeout``."""
+    skip: set[int] = set()  # indexes of cells later runs leave out
+    deadline = time.monotonic() + g.limits.timeout  # for the whole submission, every rerun included
+    while any(e not in g.decided for e in g.exercises):
+        to_check = [e for e in g.exercises if e not in g.decided]
         left = deadline - time.monotonic()
         if left < MIN_RUN_SECONDS:
             for ex_id in to_check:
-                decided[ex_id] = (FAILED, f"Not graded: the submission used up its time limit ({limits.timeout:g} s "
-                                          "for the whole submission) before this exercise could be checked.")
-            events.append("timed out")
-            break
-        run = run_worker([c for c in cells if c[0] not in skip], to_check, dataclasses.replace(limits, timeout=left))
-        stage: Optional[dict] = None
-        for message in run.messages:
-            kind = message["t"]
-            if kind == "stage":
-                stage = message
-            elif kind == "cell":
-                stage = None
-                error = message.get("error") or {}
-                if error.get("kind") in ("timeout", "memory"):
-                    skip.add(message["index"])  # it cannot finish: later runs leave it out
-                if error and message.get("exercise") == OWN_CELL:
-                    events.append(f"cell {message['index'] + 1} of the learner's own failed ({error.get('kind')})")
-            elif kind == "result" and message.get("exercise") in to_check:
-                stage = None
-                decided[message["exercise"]] = (str(message.get("status")), str(message.get("feedback")))
-            elif kind == "tampered":
-                changed = [str(c) for c in message.get("changed", [])]
-                what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-                where = (f" (in {_cell_name(stage)})" if stage and stage["stage"] == "cell"
-                         else f" (while {stage['exercise']} was being checked)" if stage else "")
-                return grade_of(path, exercises, {}, f"Not graded: the submission changes {what}{where}. Answer "
-                              "cells must leave course_utils and PyTorch as they are.", ["tampering"])
-        if run.end == "tampered":  # found by the worker, but its report was silenced
-            where = f" (while {stage['exercise']} was being {'run' if stage['stage'] == 'cell' else 'checked'})" \
-                if stage else ""
-            return grade_of(path, exercises, {}, f"Not graded: the submission changes what the grader relies on"
-                            f"{where}, and kept the grader from reading what. Answer cells must leave "
-                            "course_utils, PyTorch and the grader's files as they are.", ["tampering"])
-        if run.supervisor_lost:  # how far the run got after that depends on timing: grade none of it
-            return grade_of(path, exercises, {}, "Not graded: the process that supervises this submission's run was "
-                          "killed (by the submission itself, by another one graded at the same time, or by the "
-                          "system). Answer cells must leave the grader's processes alone.", ["supervisor killed"])
-        what, event = how_it_ended(run, limits)
-        # When nothing can be blamed on one exercise, what is left is not graded, and that is final.
-        if run.end == "done":
-            why, event = "no result came back from its process", "results lost"
-        elif run.end == "error" and stage is None:
-            why, event = f"the grader failed ({run.messages[-1].get('message')})", "grader error"
-        elif not run.ready:
-            why = (f"the grader could not start a process within {STARTUP_LIMIT:g} s" if run.end == "timeout"
-                   else f"its process ended before running any answer ({what})")
-            event = "grader error"
-        elif stage is None:
-            why = f"its process stopped between two steps: it {what}"
-        else:
-            why = ""
-        if why:
-            left = [e for e in to_check if e not in decided]
-            for ex_id in left:
-                decided[ex_id] = (FAILED, f"Not graded: {why}.")
-            if left:
-                events.append(event)
-            break
-        ex_id = stage["exercise"]
-        if stage["stage"] == "cell" and ex_id == OWN_CELL:  # the answers that need it will say so
-            skip.add(stage["index"])
-            events.append(f"cell {stage['index'] + 1} of the learner's own: {event}")
-            continue
-        if stage["stage"] == "cell":
-            skip.add(stage["index"])
-            decided.setdefault(ex_id, (FAILED, f"Your answer cell {what}."))
-        else:
-            name = get_exercise(ex_id).name
-            decided[ex_id] = (FAILED, f"While `{name}` was being checked, your code {what}.")
-        events.append(f"{ex_id}: {event}")
-    return grade_of(path, exercises, {e: _unseen_names(s, f) for e, (s, f) in decided.items()}, events=events)
+                g.decided[ex_id] = (FAILED, f"Not graded: the submission used up its time limit ({g.limits.timeout:g} "
+                                            "s for the whole submission) before this exercise could be checked.")
+            g.events.append("timed out")
+            return
+        run = run_worker([c for c in g.cells if c.index not in skip], to_check,
+                         dataclasses.replace(g.limits, timeout=left))
+        stage = _take_messages(g, run, to_check, skip)
+        if g.final is not None or _whole_run_lost(g, run, stage) or not _blame(g, run, stage, to_check, skip):
+            return
+
+
+def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -> Optional[dict]:
+    """Take in what a run reported: results decide their exercises, a cell that cannot finish is left
+    out of later runs, a ``tampered`` report decides the whole submission.
+
+    Returns:
+        The ``stage`` message of the cell or check the run was in when it ended, if any.
+    """
+    stage: Optional[dict] = None
+    for message in run.messages:
+        kind = message["t"]
+        if kind == Kind.STAGE:
+            stage = message
+        elif kind == Kind.CELL:
+            stage = None
+            error = message.get("error") or {}
+            if error.get("kind") in FATAL_CELL_ERRORS:
+                skip.add(message["index"])  # it cannot finish: later runs leave it out
+            if error and message.get("exercise") == OWN_CELL:
+                g.events.append(f"cell {message['index'] + 1} of the learner's own failed ({error.get('kind')})")
+        elif kind == Kind.RESULT and message.get("exercise") in to_check:
+            stage = None
+            g.decided[message["exercise"]] = (str(message.get("status")), str(message.get("feedback")))
+        elif kind == Kind.TAMPERED:
+            changed = [str(c) for c in message.get("changed", [])]
+            what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+            where = (f" (in {_cell_name(stage)})" if stage and stage["stage"] == Stage.CELL
+                     else f" (while {stage['exercise']} was being checked)" if stage else "")
+            g.end(f"Not graded: the submission changes {what}{where}. Answer cells must leave course_utils and "
+                  "PyTorch as they are.", "tampering")
+            return stage
+    return stage
+
+
+def _whole_run_lost(g: _Grading, run: Run, stage: Optional[dict]) -> bool:
+    """Decide the whole submission when nothing the run did can be trusted: it tampered, but its report
+    was silenced, or its supervisor was killed (how far it got after that depends on timing)."""
+    if run.end == End.TAMPERED:  # found by the worker, but its report was silenced
+        where = (f" (while {stage['exercise']} was being {'run' if stage['stage'] == Stage.CELL else 'checked'})"
+                 if stage else "")
+        g.end(f"Not graded: the submission changes what the grader relies on{where}, and kept the grader from "
+              "reading what. Answer cells must leave course_utils, PyTorch and the grader's files as they are.",
+              "tampering")
+    elif run.supervisor_lost:
+        g.end("Not graded: the process that supervises this submission's run was killed (by the submission "
+              "itself, by another one graded at the same time, or by the system). Answer cells must leave the "
+              "grader's processes alone.", "supervisor killed")
+    return g.final is not None
+
+
+def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], skip: set[int]) -> bool:
+    """Decide what a run that ended early leaves undecided: the exercise of the stage it ended in (a cell
+    of the learner's own is left out of later runs, and the answers that need it say so), or, when nothing
+    can be blamed on one exercise, all that is left (not graded, and that is final).
+
+    Returns:
+        Whether to run again, for the exercises still undecided.
+    """
+    what, event = how_it_ended(run, g.limits)
+    if run.end == End.DONE:
+        why, event = "no result came back from its process", "results lost"
+    elif run.end == End.ERROR and stage is None:
+        why, event = f"the grader failed ({run.messages[-1].get('message')})", "grader error"
+    elif not run.ready:
+        why = (f"the grader could not start a process within {STARTUP_LIMIT:g} s" if run.end == End.TIMEOUT
+               else f"its process ended before running any answer ({what})")
+        event = "grader error"
+    elif stage is None:
+        why = f"its process stopped between two steps: it {what}"
+    else:
+        why = ""
+    if why:
+        left = [e for e in to_check if e not in g.decided]
+        for ex_id in left:
+            g.decided[ex_id] = (FAILED, f"Not graded: {why}.")
+        if left:
+            g.events.append(event)
+        return False
+    ex_id = stage["exercise"]
+    if stage["stage"] == Stage.CELL and ex_id == OWN_CELL:  # the answers that need it will say so
+        skip.add(stage["index"])
+        g.events.append(f"cell {stage['index'] + 1} of the learner's own: {event}")
+        return True
+    if stage["stage"] == Stage.CELL:
+        skip.add(stage["index"])
+        g.decided.setdefault(ex_id, (FAILED, f"Your answer cell {what}."))
+    else:
+        g.decided[ex_id] = (FAILED, f"While `{get_exercise(ex_id).name}` was being checked, your code {what}.")
+    g.events.append(f"{ex_id}: {event}")
+    return True
 
 
 def _cell_name(stage: dict) -> str:
@@ -286,62 +369,82 @@ def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1,
     Returns:
         The grades, sorted by submission path (whatever order they finished in).
     """
-    def one(path: str, lesson: Optional[str]) -> SubmissionGrade:
-        try:
-            return grade_notebook(path, limits, lesson)
-        except Exception as e:  # a bug in the grader must not stop the batch, nor lose the rows
-            lesson = lesson or _safe_lesson(path)
-            return grade_of(path, lesson_exercises(lesson) if lesson else [], {},
-                          f"Not graded: internal grader error ({type(e).__name__}: {e}).", ["grader error"])
+    batch = _Batch(paths, limits, lesson, on_grade)
+    CANCELLED.clear()
+    if paths:  # started from this thread, so that it lives as long as this thread (see ForkServer)
+        with contextlib.suppress(OSError):  # if it cannot start, each submission says so
+            fork_server()
+    unknown = batch.grade_in_parallel(jobs, on_progress)
+    batch.grade_as_the_batchs_lesson(unknown)
+    return sorted(batch.grades, key=lambda g: g.submission)
 
-    def finished(grade: SubmissionGrade) -> None:
-        others = [p for p in same_file.get(_real(grade.submission), []) if p != grade.submission]
+
+class _Batch:
+    """A batch's grades as they come in (see :func:`grade_all`)."""
+
+    def __init__(self, paths: Sequence[str], limits: Limits, lesson: Optional[str],
+                 on_grade: Optional[Callable[[SubmissionGrade], None]]) -> None:
+        self.paths, self.limits, self.lesson, self.on_grade = paths, limits, lesson, on_grade
+        self.grades: list[SubmissionGrade] = []
+        self.same_file: dict[str, list[str]] = {}  # the file a path leads to -> the paths given for it
+        for path in paths:
+            self.same_file.setdefault(_real(path), []).append(path)
+
+    def grade(self, path: str, lesson: Optional[str]) -> SubmissionGrade:
+        """:func:`grade_notebook`; a bug in the grader must not stop the batch, nor lose the rows."""
+        try:
+            return grade_notebook(path, self.limits, lesson)
+        except Exception as e:
+            lesson = lesson or _safe_lesson(path)
+            return _grade_of(path, lesson_exercises(lesson) if lesson else [], {},
+                             f"Not graded: internal grader error ({type(e).__name__}: {e}).", ["grader error"])
+
+    def finished(self, grade: SubmissionGrade) -> None:
+        """Keep a final grade (noting the other paths to the same file) and pass it to ``on_grade``."""
+        others = [p for p in self.same_file.get(_real(grade.submission), []) if p != grade.submission]
         if others:  # each path is graded on its own; say that they are one file
             same = "same file as " + ", ".join(others)
             grade = dataclasses.replace(grade, events=sorted(set(grade.events) | {same}))
-        grades.append(grade)
-        if on_grade:
-            on_grade(grade)
+        self.grades.append(grade)
+        if self.on_grade:
+            self.on_grade(grade)
 
-    same_file: dict[str, list[str]] = {}
-    for path in paths:
-        same_file.setdefault(_real(path), []).append(path)
+    def grade_in_parallel(self, jobs: int,
+                          on_progress: Optional[Callable[[int, int], None]]) -> list[SubmissionGrade]:
+        """Grade every path, ``jobs`` at a time; returns the grades of those whose lesson could not be told."""
+        unknown: list[SubmissionGrade] = []
+        pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(self.paths))))
+        try:
+            futures = [pool.submit(self.grade, p, self.lesson) for p in self.paths]
+            for done, future in enumerate(as_completed(futures), 1):
+                grade = future.result()
+                if grade.rows or self.lesson:
+                    self.finished(grade)
+                else:
+                    unknown.append(grade)
+                if on_progress:
+                    on_progress(done, len(futures))
+        except BaseException:  # Ctrl-C: drop the queue and kill the running workers, then stop
+            CANCELLED.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            stop_server()
+            raise
+        pool.shutdown()
+        return unknown
 
-    CANCELLED.clear()
-    if paths:  # started from this thread, so that it lives as long as this thread (see _ForkServer)
-        with contextlib.suppress(OSError):  # if it cannot start, each submission says so
-            fork_server()
-    grades: list[SubmissionGrade] = []
-    unknown: list[SubmissionGrade] = []  # graded without a lesson: decided once the batch is known
-    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(paths))))
-    try:
-        futures = [pool.submit(one, p, lesson) for p in paths]
-        for done, future in enumerate(as_completed(futures), 1):
-            grade = future.result()
-            if grade.rows or lesson:
-                finished(grade)
-            else:
-                unknown.append(grade)
-            if on_progress:
-                on_progress(done, len(futures))
-    except BaseException:  # Ctrl-C: drop the queue and kill the running workers, then stop
-        CANCELLED.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        stop_server()
-        raise
-    pool.shutdown()
-    lessons = {",".join(sorted({get_exercise(r.exercise).lesson for r in g.rows})) for g in grades if g.rows}
-    for grade in unknown:
-        if len(lessons) == 1:
-            assumed = next(iter(lessons))
-            regraded = one(grade.submission, assumed)
-            why = (f"Graded as lesson {assumed}, the lesson of every other submission in this batch: this "
-                   "notebook does not say which lesson it belongs to (no answer cells, and its name does "
-                   "not start with a lesson number). Use --lesson to choose.")
-            grade = dataclasses.replace(regraded, note=clean(f"{regraded.note} {why}".strip()),
-                                        events=sorted(set(regraded.events) | {f"lesson {assumed} assumed"}))
-        finished(grade)
-    return sorted(grades, key=lambda g: g.submission)
+    def grade_as_the_batchs_lesson(self, unknown: list[SubmissionGrade]) -> None:
+        """Grade again, as the batch's one lesson, the submissions whose lesson could not be told."""
+        lessons = {",".join(sorted({get_exercise(r.exercise).lesson for r in g.rows})) for g in self.grades if g.rows}
+        for grade in unknown:
+            if len(lessons) == 1:
+                assumed = next(iter(lessons))
+                regraded = self.grade(grade.submission, assumed)
+                why = (f"Graded as lesson {assumed}, the lesson of every other submission in this batch: this "
+                       "notebook does not say which lesson it belongs to (no answer cells, and its name does "
+                       "not start with a lesson number). Use --lesson to choose.")
+                grade = dataclasses.replace(regraded, note=clean(f"{regraded.note} {why}".strip()),
+                                            events=sorted(set(regraded.events) | {f"lesson {assumed} assumed"}))
+            self.finished(grade)
 
 
 def _real(path: str) -> str:

@@ -165,11 +165,12 @@ def take_snapshot() -> Snapshot:
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:  # classes defined there
                 snap.add_namespace(f"{name}.{attr}", dict(vars(value)), strict=True, tables=True)
-    for ex_id, ex in sorted(exercises._REGISTRY.items()):
+    registry = exercises.registry()
+    for ex_id, ex in sorted(registry.items()):
         snap.add(f"exercise {ex_id}", ex)
         for field in ("grade", "reference", "points", "title", "hints"):
             snap.add(f"exercise {ex_id}.{field}", getattr(ex, field))
-    snap.keys["exercise registry"] = frozenset(exercises._REGISTRY)
+    snap.keys["exercise registry"] = frozenset(registry)
     for name in _WATCHED_MODULES:
         if name in sys.modules:
             snap.add(f"sys.modules[{name!r}]", sys.modules[name])

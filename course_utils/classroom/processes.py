@@ -330,10 +330,3 @@ def supervise(worker: int, report_fd: int) -> Optional[int]:
         kill_until_gone(lambda: below(me), reap=True)
         reap_children()
     return status
-
-
-def describe_status(status: int) -> str:
-    """``"exit N"`` or ``"signal N"`` for a wait status."""
-    if os.WIFSIGNALED(status):
-        return f"signal {os.WTERMSIG(status)}"
-    return f"exit {os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255}"

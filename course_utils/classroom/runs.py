@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import processes as procs
-from .messages import TAMPERED_EXIT, unsign
+from .messages import TAMPERED_EXIT, End, Kind, Stage, read_status, unsign
+from .submissions import AnswerCell
 
 
 #: Seconds a worker may take to start (fork, limits, snapshot) before learner code runs.
@@ -46,7 +47,7 @@ class Limits:
         timeout: wall-clock seconds for one worker run, from the moment it is ready to run learner
             code (the process group is then killed).
         cell_timeout: seconds each answer cell may run (top-level code, not the checks).
-        check_timeout: seconds each check may run (sets ``course_utils.exercises.TIME_LIMIT``).
+        check_timeout: seconds each check may run (the ``timeout`` of :func:`course_utils.check`).
         memory_mb: memory the learner's code may allocate (``RLIMIT_DATA``), on top of what PyTorch
             and the course hold before it runs (that part differs between CPU and CUDA builds).
     """
@@ -57,8 +58,7 @@ class Limits:
     memory_mb: int = 4096
 
 
-
-class _ForkServer:
+class ForkServer:
     """A ``python`` process that has imported PyTorch once and, per run, forks a supervisor that forks
     a fresh worker (:func:`course_utils.classroom.worker.serve`). It leads a session of its own, and
     exits, killing every process it started, when this closes (or when the thread that started it
@@ -105,12 +105,12 @@ class _ForkServer:
             self.process.wait()
 
 
-_SERVER: Optional[_ForkServer] = None
+_SERVER: Optional[ForkServer] = None
 _SERVER_LOCK = threading.Lock()
 CANCELLED = threading.Event()  # set when a batch is interrupted: start no more workers
 
 
-def fork_server() -> _ForkServer:
+def fork_server() -> ForkServer:
     """The fork server, started on first use (and again if it died)."""
     global _SERVER
     with _SERVER_LOCK:
@@ -119,7 +119,7 @@ def fork_server() -> _ForkServer:
         if _SERVER is None or not _SERVER.alive():
             if _SERVER is not None:
                 _SERVER.close()
-            _SERVER = _ForkServer()
+            _SERVER = ForkServer()
             atexit.register(_SERVER.close)
         return _SERVER
 
@@ -134,14 +134,11 @@ def stop_server() -> None:
 
 
 @dataclass
-class _Run:
-    """What one worker run sent, and how it ended."""
+class Run:
+    """What one worker run sent (:mod:`course_utils.classroom.messages`), and how it ended."""
 
     messages: list[dict] = field(default_factory=list)
-    #: "done", "tampered", "error" (as the worker reported; "tampered" also from its exit status),
-    #: "timeout", "stuck" (a cell or check ran well past its own limit), "memory", "processes"
-    #: (killed here) or "exit" (it ended by itself)
-    end: str = ""
+    end: Optional[End] = None  # None until it has ended
     ready: bool = False
     exitcode: Optional[int] = None  # negative: killed by that signal; None: unknown
     session: Optional[int] = None  # the run's supervisor: its pid, and the id of its session
@@ -177,7 +174,7 @@ def _remove_folder(path: str) -> None:
         shutil.rmtree(path, onerror=retry)
 
 
-def run_worker(cells: list[tuple[int, str, str]], check: list[str], limits: Limits) -> _Run:
+def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
     """Run one worker to its end, collecting its signed messages (see :func:`_run_once`).
 
     A run that never reached learner code (the fork server was killed or broken, e.g. by another
@@ -190,7 +187,7 @@ def run_worker(cells: list[tuple[int, str, str]], check: list[str], limits: Limi
     return run
 
 
-def _run_once(cells: list[tuple[int, str, str]], check: list[str], limits: Limits) -> _Run:
+def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
     """Run one worker to its end, collecting its signed messages; then kill every process the run
     started and remove its temporary folder.
 
@@ -202,12 +199,12 @@ def _run_once(cells: list[tuple[int, str, str]], check: list[str], limits: Limit
     shared memory included, which each process's ``RLIMIT_DATA`` does not count).
     """
     key = secrets.token_bytes(32)
-    run = _Run()
+    run = Run()
     tmp = tempfile.mkdtemp(prefix="course-grade-")
     job_r, job_w = os.pipe()
     channel_r, channel_w = os.pipe()
     status_r, status_w = os.pipe()
-    server: Optional[_ForkServer] = None
+    server: Optional[ForkServer] = None
     try:
         try:
             server = fork_server()
@@ -222,15 +219,15 @@ def _run_once(cells: list[tuple[int, str, str]], check: list[str], limits: Limit
                 os.close(fd)
         if server is None:
             os.close(job_w)
-            run.end = "exit"
+            run.end = End.EXIT
             return run
         job = {"key": key.hex(), "cells": cells, "check": check, "cell_timeout": limits.cell_timeout,
                "check_timeout": limits.check_timeout, "memory_mb": limits.memory_mb, "tmp": tmp}
         threading.Thread(target=_write_all, args=(job_w, json.dumps(job).encode()), daemon=True).start()
-        _follow(run, key, channel_r, status_r, server, limits)
+        _Follower(run, key, channel_r, status_r, server, limits).follow()
         if not run.end and run.ready and run.exitcode == TAMPERED_EXIT:  # its report could not arrive
-            run.end = "tampered"
-        run.end = run.end or "exit"
+            run.end = End.TAMPERED
+        run.end = run.end or End.EXIT
     finally:
         _end_run(run, everything=True)
         for fd in (channel_r, status_r):
@@ -239,63 +236,101 @@ def _run_once(cells: list[tuple[int, str, str]], check: list[str], limits: Limit
     return run
 
 
-def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkServer, limits: Limits) -> None:
-    """Read a run's channel and status pipes into ``run`` until it has ended (see :func:`_run_once`)."""
-    pending = {channel_r: b"", status_r: b""}  # open pipe ends -> incomplete last line
-    deadline = time.monotonic() + STARTUP_LIMIT
-    grace: Optional[float] = None  # once the worker has ended: how long to wait for the last lines
-    next_watch = 0.0
-    baseline: Optional[int] = None  # the worker's private memory when it became ready
-    stage_deadline = math.inf  # when the current cell or check is given up on
-    gone = swept = False
+class _Follower:
+    """Reads a run's channel and status pipes into its :class:`Run`, and keeps watch on its processes,
+    until it has ended (see :func:`_run_once`)."""
 
-    def take(fd: int, line: bytes) -> None:
-        """Take in one line from the status pipe or the channel."""
-        nonlocal deadline, baseline, stage_deadline
-        if fd == status_r:  # "session S W", then "exit N" or "signal N" once the supervisor reaped W
-            words = line.decode(errors="replace").split()
-            if len(words) == 3 and words[0] == "session" and words[1].isdigit() and words[2].isdigit():
-                if run.session is None:
-                    run.session, run.worker = int(words[1]), int(words[2])
-            elif len(words) == 2 and words[0] in ("exit", "signal") and words[1].isdigit():
-                if run.exitcode is None:
-                    run.exitcode = int(words[1]) if words[0] == "exit" else -int(words[1])
-            return
-        message = unsign(key, line)
-        if message is None:  # not from the worker, or mangled: ignored
-            return
-        run.messages.append(message)
-        if message["t"] == "stage":
-            limit = limits.cell_timeout if message.get("stage") == "cell" else limits.check_timeout
-            stage_deadline = time.monotonic() + 1.25 * limit + STAGE_GRACE
-        elif message["t"] in ("cell", "result"):
-            stage_deadline = math.inf
-        if message["t"] == "ready" and not run.ready:
-            run.ready, deadline = True, time.monotonic() + limits.timeout
-            baseline = procs.run_memory([run.worker]) if run.worker else None
-        elif message["t"] in ("done", "tampered", "error") and not run.end:
-            run.end = message["t"]
+    def __init__(self, run: Run, key: bytes, channel_r: int, status_r: int, server: ForkServer,
+                 limits: Limits) -> None:
+        self.run, self.key, self.server, self.limits = run, key, server, limits
+        self.channel, self.status = channel_r, status_r
+        self.pending = {channel_r: b"", status_r: b""}  # open pipe ends -> incomplete last line
+        self.deadline = time.monotonic() + STARTUP_LIMIT
+        self.stage_deadline = math.inf  # when the current cell or check is given up on
+        self.baseline: Optional[int] = None  # the worker's private memory when it became ready
+        self.gone = False  # the worker is no longer among the run's processes
 
-    def read(timeout: float) -> None:
+    def follow(self) -> None:
+        """Read and watch until the run has ended, or its time (or the current stage's) is up."""
+        run = self.run
+        grace: Optional[float] = None  # once the worker has ended: how long to wait for the last lines
+        next_watch = 0.0
+        swept = False
+        while True:
+            now = time.monotonic()
+            messages_over = bool(run.end) or self.channel not in self.pending
+            if self.status not in self.pending and run.exitcode is None and run.session is not None:
+                run.supervisor_lost = True
+            if messages_over and (run.exitcode is not None or self.status not in self.pending):
+                return
+            worker_over = run.exitcode is not None or self.gone or run.supervisor_lost
+            if worker_over and not messages_over and not swept:
+                _end_run(run, everything=False)  # what it started may hold the channel open
+                swept = True
+            if grace is None and (messages_over or worker_over):
+                grace = now + 2.0
+            if grace is not None and now >= grace:
+                return
+            if now >= min(self.deadline, self.stage_deadline):
+                if not worker_over:
+                    run.end = run.end or (End.TIMEOUT if now >= self.deadline else End.STUCK)
+                return
+            if now >= next_watch:
+                next_watch = now + WATCH_INTERVAL
+                self.watch()
+                continue
+            self.read(min(self.deadline, self.stage_deadline, next_watch, grace or math.inf) - now)
+
+    def read(self, timeout: float) -> None:
         """Wait up to ``timeout`` for lines on the open pipes and take them in."""
         poller = select.poll()  # not select(): no limit on descriptor numbers
-        for fd in pending:
+        for fd in self.pending:
             poller.register(fd, select.POLLIN)
         for fd, _ in poller.poll(max(timeout, 0) * 1000):
             chunk = os.read(fd, 65536)
             if not chunk:  # closed: the worker has ended (or the server has)
-                del pending[fd]
+                del self.pending[fd]
                 continue
-            *lines, rest = (pending[fd] + chunk).split(b"\n")
-            pending[fd] = rest[-MAX_MESSAGE:]
+            *lines, rest = (self.pending[fd] + chunk).split(b"\n")
+            self.pending[fd] = rest[-MAX_MESSAGE:]
             for line in lines:
-                take(fd, line)
+                if fd == self.status:
+                    self.take_status(line)
+                else:
+                    self.take_message(line)
 
-    def watch() -> None:
+    def take_status(self, line: bytes) -> None:
+        """Take in a line of the status pipe (:func:`course_utils.classroom.messages.read_status`)."""
+        session, exitcode = read_status(line)
+        if session is not None and self.run.session is None:
+            self.run.session, self.run.worker = session
+        elif exitcode is not None and self.run.exitcode is None:
+            self.run.exitcode = exitcode
+
+    def take_message(self, line: bytes) -> None:
+        """Take in a line of the channel: a signed message, or else nothing."""
+        run = self.run
+        message = unsign(self.key, line)
+        if message is None:  # not from the worker, or mangled: ignored
+            return
+        run.messages.append(message)
+        kind = message["t"]
+        if kind == Kind.STAGE:
+            limit = self.limits.cell_timeout if message.get("stage") == Stage.CELL else self.limits.check_timeout
+            self.stage_deadline = time.monotonic() + 1.25 * limit + STAGE_GRACE
+        elif kind in (Kind.CELL, Kind.RESULT):
+            self.stage_deadline = math.inf
+        if kind == Kind.READY and not run.ready:
+            run.ready, self.deadline = True, time.monotonic() + self.limits.timeout
+            self.baseline = procs.run_memory([run.worker]) if run.worker else None
+        elif kind in (Kind.DONE, Kind.TAMPERED, Kind.ERROR) and not run.end:
+            run.end = End(kind)
+
+    def watch(self) -> None:
         """Resume the server and the supervisor if stopped; note a worker that has gone; enforce the
-        memory limit on the run's processes together."""
-        nonlocal gone
-        procs.resume_if_stopped(server.pid)  # learner code may stop the server: every run resumes it
+        process count and the memory limit on the run's processes together."""
+        run = self.run
+        procs.resume_if_stopped(self.server.pid)  # learner code may stop the server: every run resumes it
         if run.session is None:
             return
         table = procs.process_table()
@@ -305,43 +340,17 @@ def _follow(run: _Run, key: bytes, channel_r: int, status_r: int, server: _ForkS
         if supervisor is not None and supervisor.state == "T":
             procs.resume_if_stopped(run.session)
         learner = procs.run_processes(table, run.session, run.worker) - {run.session}
-        gone = run.worker not in learner
+        self.gone = run.worker not in learner
         if run.ready and not run.end and len(learner) > MAX_PROCESSES:
-            run.end = "processes"
+            run.end = End.PROCESSES
             _end_run(run, everything=False)
-        if run.ready and not run.end and baseline is not None:
-            used = procs.run_memory(learner)
-            if used > baseline + (limits.memory_mb << 20):
-                run.end = "memory"
+        if run.ready and not run.end and self.baseline is not None:
+            if procs.run_memory(learner) > self.baseline + (self.limits.memory_mb << 20):
+                run.end = End.MEMORY
                 _end_run(run, everything=False)
 
-    while True:
-        now = time.monotonic()
-        messages_over = bool(run.end) or channel_r not in pending
-        if status_r not in pending and run.exitcode is None and run.session is not None:
-            run.supervisor_lost = True
-        if messages_over and (run.exitcode is not None or status_r not in pending):
-            return
-        worker_over = run.exitcode is not None or gone or run.supervisor_lost
-        if worker_over and not messages_over and not swept:
-            _end_run(run, everything=False)  # what it started may hold the channel open
-            swept = True
-        if grace is None and (messages_over or worker_over):
-            grace = now + 2.0
-        if grace is not None and now >= grace:
-            return
-        if now >= min(deadline, stage_deadline):
-            if not worker_over:
-                run.end = run.end or ("timeout" if now >= deadline else "stuck")
-            return
-        if now >= next_watch:
-            next_watch = now + WATCH_INTERVAL
-            watch()
-            continue
-        read(min(deadline, stage_deadline, next_watch, grace or math.inf) - now)
 
-
-def _end_run(run: _Run, everything: bool) -> None:
+def _end_run(run: Run, everything: bool) -> None:
     """Kill the processes of a run: the learner's (its worker's group, its supervisor's session, and
     what the supervisor adopted) and, with ``everything``, the supervisor itself."""
     session, worker = run.session, run.worker
@@ -360,20 +369,20 @@ def _end_run(run: _Run, everything: bool) -> None:
     procs.kill_until_gone(left)
 
 
-def how_it_ended(run: _Run, limits: Limits) -> tuple[str, str]:
+def how_it_ended(run: Run, limits: Limits) -> tuple[str, str]:
     """(What the process did, as a phrase; a short event name for the summary)."""
-    if run.end == "timeout":
+    if run.end == End.TIMEOUT:
         return (f"ran past the time limit ({limits.timeout:g} s for the whole submission) and was stopped",
                 "timed out")
-    if run.end == "stuck":
+    if run.end == End.STUCK:
         return (f"ran well past its own time limit ({limits.cell_timeout:g} s for a cell, {limits.check_timeout:g} s "
                 "for a check) without stopping, and was stopped", "timed out")
-    if run.end == "memory":
+    if run.end == End.MEMORY:
         return (f"used more than {limits.memory_mb} MB of memory together with the processes it started, "
                 "and was stopped", "out of memory")
-    if run.end == "processes":
+    if run.end == End.PROCESSES:
         return f"started more than {MAX_PROCESSES} processes at once, and was stopped", "too many processes"
-    if run.end == "error":
+    if run.end == End.ERROR:
         return f"could not be run by the grader ({run.messages[-1].get('message')})", "grader error"
     code = run.exitcode
     if code is None:

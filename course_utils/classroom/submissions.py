@@ -37,8 +37,9 @@ class AnswerCell(NamedTuple):
 
 #: The ``exercise`` of an :class:`AnswerCell` that is not an answer cell (see :func:`own_cells`).
 OWN_CELL = ""
-#: Names the notebook's setup cell provides, which the grader's namespace provides too (the worker's
-#: ``_namespace``): an answer may use them without a cell of its own defining them.
+#: Names the notebook's setup cell provides, which the grader's namespace provides too
+#: (:func:`course_utils.classroom.worker.notebook_namespace`): an answer may use them without a cell of its own
+#: defining them.
 PROVIDED = frozenset({"torch", "nn", "F", "cu", "course_utils", "math", "device", "display", "np", "get_ipython"})
 #: At most this many cells of the learner's own are run (the grader's time limits apply to each).
 MAX_OWN_CELLS = 40

@@ -47,8 +47,9 @@ from course_utils import exercises  # noqa: E402
 from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
-from course_utils.classroom.messages import TAMPERED_EXIT, frame, sign  # noqa: E402
-from course_utils.classroom.submissions import OWN_CELL, strip_magics  # noqa: E402
+from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, Kind, Stage,  # noqa: E402
+                                            exit_line, frame, session_line, sign)
+from course_utils.classroom.submissions import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
@@ -74,7 +75,8 @@ prepare_pytorch()
 _BODY_MAGICS = frozenset({"time", "capture"})
 _MISSING = object()
 
-__all__ = ["Snapshot", "take_snapshot", "changes", "verify", "run_cell", "check_answer", "main", "serve"]
+__all__ = ["Snapshot", "take_snapshot", "changes", "verify", "run_cell", "check_answer", "notebook_namespace",
+           "main", "serve"]
 
 
 class _NoIPython:
@@ -149,32 +151,32 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
     """Execute one answer cell in ``namespace`` within ``seconds``.
 
     Returns:
-        ``None`` if it ran to the end, else ``{"kind": ..., "message": ...}`` with ``kind`` one of
-        ``"syntax"``, ``"exception"`` (the cell's function may still be checked), ``"timeout"`` or
-        ``"memory"`` (the exercise scores 0).
+        ``None`` if it ran to the end, else ``{"kind": ..., "message": ...}`` with ``kind`` a
+        :class:`~course_utils.classroom.messages.CellError`.
     """
     try:
         code = _compile(source, filename, guard)
     except SyntaxError as e:
-        return {"kind": "syntax", "message": f"Your answer cell has a syntax error{_line(e, filename)}: "
-                                             f"{safe_repr(e.msg, 200)}."}
+        return {"kind": CellError.SYNTAX, "message": f"Your answer cell has a syntax error{_line(e, filename)}: "
+                                                     f"{safe_repr(e.msg, 200)}."}
     ipython = _NoIPython(lambda body: exec(_compile(body, filename, guard), namespace))
     namespace["get_ipython"] = lambda: ipython  # what IPython's transformer turns magics into
     before = set(namespace)
     try:
-        with exercises._time_limit(seconds):
+        with exercises.time_limit(seconds):
             exec(code, namespace)
     except TimeLimit:
-        return {"kind": "timeout", "message": f"Your answer cell did not finish within {seconds:g} s and was "
-                                              "stopped. Look for a loop that never ends outside your function."}
+        return {"kind": CellError.TIMEOUT, "message": f"Your answer cell did not finish within {seconds:g} s and "
+                                                      "was stopped. Look for a loop that never ends outside your "
+                                                      "function."}
     except BaseException as e:  # anything the learner's code raises, SystemExit and KeyboardInterrupt included
         if _is_memory_error(e):
             _forget(namespace, before)
-            return {"kind": "memory", "message": f"Your answer cell ran out of memory (the limit is "
-                                                 f"{memory_mb} MB) and was stopped."}
+            return {"kind": CellError.MEMORY, "message": f"Your answer cell ran out of memory (the limit is "
+                                                         f"{memory_mb} MB) and was stopped."}
         message = "called sys.exit()" if issubclass(type(e), SystemExit) else \
             f"raised {type_name(e)}{_line(e, filename)}: {safe_repr(_text(e), 200)}"
-        return {"kind": "exception", "message": f"Your answer cell {message}."}
+        return {"kind": CellError.EXCEPTION, "message": f"Your answer cell {message}."}
     return None
 
 
@@ -186,15 +188,16 @@ def _forget(namespace: dict, before: set) -> None:
 
 
 def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: ReferenceGuard,
-                 start: list[Any]) -> dict:
-    """Check what the answer cells defined for ``ex_id``; returns ``{"status", "feedback"}``.
+                 start: list[Any], timeout: float | None = None) -> dict:
+    """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's
+    default when ``None``); returns ``{"status", "feedback"}``.
 
     The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
     hostile ``__str__``), fails this exercise only.
     """
     ex = exercises.get_exercise(ex_id)
-    if cell_error and cell_error["kind"] in ("timeout", "memory"):
+    if cell_error and cell_error["kind"] in FATAL_CELL_ERRORS:
         return {"status": FAILED, "feedback": cell_error["message"]}
     answer = namespace.get(ex.name, _MISSING)
     if answer is _MISSING:
@@ -212,7 +215,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
         return taken
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
-            result = exercises.check(ex_id, answer)
+            result = exercises.check(ex_id, answer, timeout=timeout)
         status, feedback = str(result.status), str(result.feedback)
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
@@ -303,7 +306,7 @@ def _data_in_use() -> int:
     return 0
 
 
-def _namespace() -> dict:
+def notebook_namespace() -> dict:
     """What a notebook's setup cell provides, for the answer cells to run in."""
     try:
         device = course_utils.best_device()
@@ -327,75 +330,109 @@ def main(channel: int, key: bytes, job: dict) -> None:
             ``cell_timeout``, ``check_timeout`` (seconds) and ``memory_mb``.
 
     The cells run in order; each exercise of ``check`` is checked right after its last cell (one
-    without cells, at the end). Messages, in order: ``ready``; per cell ``stage`` then ``cell``, and
-    after an exercise's last cell ``stage`` then ``result``; ``done``. ``tampered`` (with what
-    changed) ends the run early, as does ``error`` (with the stage it happened in still current).
+    without cells, at the end). The messages sent, and their order, are described in
+    :mod:`course_utils.classroom.messages`.
     """
-    write = os.write  # local references: learner code cannot rebind these (rebinding globals is detected)
-
-    def send(data: bytes) -> None:
-        data = framed(data)
-        while data:
-            data = data[write(channel, data):]
-
-    signed, framed, killpg, look, leave = sign, frame, os.killpg, verify, os._exit
+    send = _sender(channel, key)
+    killpg = os.killpg  # its own reference, as send's (see _sender)
     try:
         _isolate(job["memory_mb"])
-        exercises.TIME_LIMIT = job["check_timeout"]
-        namespace = _namespace()
-        guard = ReferenceGuard(namespace)
-        guard.install()
-        start = torch_settings()
-        snap = take_snapshot()
-        send(signed(key, {"t": "ready"}))
-
-        def intact(free: Callable[[], None] = lambda: None) -> None:
-            changed = look(snap, free)
-            if changed:
-                try:
-                    send(signed(key, {"t": "tampered", "changed": changed}))
-                finally:
-                    leave(TAMPERED_EXIT)
-
-        def check(ex_id: str) -> None:
-            send(signed(key, {"t": "stage", "stage": "check", "exercise": ex_id}))
-            outcome = check_answer(ex_id, namespace, cell_errors.get(ex_id), guard, start)
-            intact()  # before sending: a check run under patched code proves nothing
-            send(signed(key, {"t": "result", "exercise": ex_id, **outcome}))
-
-        cells = [tuple(c) for c in job["cells"]]
-        to_check = list(job["check"])
-        last = {ex_id: position for position, (_, ex_id, _) in enumerate(cells)}
-        cell_errors: dict[str, dict] = {}
-        for position, (index, ex_id, source) in enumerate(cells):
-            send(signed(key, {"t": "stage", "stage": "cell", "index": index, "exercise": ex_id}))
-            before = set(namespace)
-            with guard.running(ex_id, checking=False):
-                error = run_cell(source, f"<answer cell {ex_id}>", namespace, job["cell_timeout"],
-                                 job["memory_mb"], guard)
-            freed: list[bool] = []
-            intact(lambda before=before, freed=freed: (_forget(namespace, before), freed.append(True)))
-            if freed:  # it left so much memory in use that checking needed it back
-                error = {"kind": "memory", "message": f"Your answer cell left so much memory in use (the limit "
-                                                      f"is {job['memory_mb']} MB) that it could not be graded."}
-            if error and (ex_id not in cell_errors or error["kind"] in ("timeout", "memory")):
-                cell_errors[ex_id] = error
-            send(signed(key, {"t": "cell", "index": index, "exercise": ex_id, "error": error}))
-            if last[ex_id] == position and ex_id in to_check:
-                to_check.remove(ex_id)
-                check(ex_id)
-        for ex_id in to_check:  # no answer cell ran: the check says what is missing
-            check(ex_id)
-        send(signed(key, {"t": "done"}))
+        run = _Run(job, send)
+        send({"t": Kind.READY})
+        run.cells_and_checks()
+        send({"t": Kind.DONE})
         killpg(0, signal.SIGKILL)  # end with whatever the learner's code started (own group, see _isolate)
-    except BaseException as e:  # the grader's own limits or bugs (learner code is contained above)
+    except BaseException as e:  # the grader's own limits or bugs (learner code is contained in _Run)
         try:
             message = _text(e) if type(e) is GraderLimit else f"{type_name(e)}: {safe_repr(_text(e), 200)}"
-            send(signed(key, {"t": "error", "message": message}))
+            send({"t": Kind.ERROR, "message": message})
         except BaseException:
             pass
         os._exit(3)
     os._exit(0)  # skip interpreter shutdown: the learner's threads and atexit hooks do not run
+
+
+def _sender(channel: int, key: bytes) -> Callable[[dict], None]:
+    """``send(message)``: sign a message and write it to the grader's channel, on a line of its own.
+    Made before any learner code runs, it holds its own references to what it calls: learner code
+    cannot rebind them (rebinding module globals is detected, but only after the cell)."""
+    write, signed, framed = os.write, sign, frame
+
+    def send(message: dict) -> None:
+        data = framed(signed(key, message))
+        while data:
+            data = data[write(channel, data):]
+
+    return send
+
+
+class _Run:
+    """One submission in this worker: its answer cells in order, each exercise checked after its last
+    cell, the integrity of what the checks rely on verified after each (see :func:`main`).
+
+    Args:
+        job: what :func:`main` was given.
+        send: :func:`_sender`'s ``send``.
+    """
+
+    def __init__(self, job: dict, send: Callable[[dict], None]) -> None:
+        self.job, self.send = job, send
+        self.look, self.leave = verify, os._exit  # its own references, as send's
+        self.namespace = notebook_namespace()
+        self.guard = ReferenceGuard(self.namespace)
+        self.guard.install()
+        self.start = torch_settings()
+        self.snap = take_snapshot()
+        self.cell_errors: dict[str, dict] = {}  # exercise -> the error of its answer cells that counts
+
+    def cells_and_checks(self) -> None:
+        """Run the job's cells in order, checking each exercise of its ``check`` after its last cell;
+        then check those that had no cell (the check says what is missing)."""
+        cells = [AnswerCell(*c) for c in self.job["cells"]]  # lists, as JSON carries them
+        to_check = list(self.job["check"])
+        last = {cell.exercise: position for position, cell in enumerate(cells)}
+        for position, cell in enumerate(cells):
+            self.run_cell(cell)
+            if last[cell.exercise] == position and cell.exercise in to_check:
+                to_check.remove(cell.exercise)
+                self.check(cell.exercise)
+        for ex_id in to_check:
+            self.check(ex_id)
+
+    def run_cell(self, cell: AnswerCell) -> None:
+        """Run one cell (:func:`run_cell`), verify, and report how it ended."""
+        self.send({"t": Kind.STAGE, "stage": Stage.CELL, "index": cell.index, "exercise": cell.exercise})
+        before = set(self.namespace)
+        with self.guard.running(cell.exercise, checking=False):
+            error = run_cell(cell.source, f"<answer cell {cell.exercise}>", self.namespace, self.job["cell_timeout"],
+                             self.job["memory_mb"], self.guard)
+        freed: list[bool] = []
+        self.intact(lambda: (_forget(self.namespace, before), freed.append(True)))
+        if freed:  # it left so much memory in use that checking needed it back
+            error = {"kind": CellError.MEMORY, "message": f"Your answer cell left so much memory in use (the limit "
+                                                          f"is {self.job['memory_mb']} MB) that it could not be "
+                                                          "graded."}
+        if error and (cell.exercise not in self.cell_errors or error["kind"] in FATAL_CELL_ERRORS):
+            self.cell_errors[cell.exercise] = error
+        self.send({"t": Kind.CELL, "index": cell.index, "exercise": cell.exercise, "error": error})
+
+    def check(self, ex_id: str) -> None:
+        """Check one exercise (:func:`check_answer`), verify, and report its result."""
+        self.send({"t": Kind.STAGE, "stage": Stage.CHECK, "exercise": ex_id})
+        outcome = check_answer(ex_id, self.namespace, self.cell_errors.get(ex_id), self.guard, self.start,
+                               self.job["check_timeout"])
+        self.intact()  # before sending: a check run under patched code proves nothing
+        self.send({"t": Kind.RESULT, "exercise": ex_id, **outcome})
+
+    def intact(self, free: Callable[[], Any] = lambda: None) -> None:
+        """End the run with a ``tampered`` report if anything the checks rely on changed (``free``: see
+        :func:`course_utils.classroom.integrity.verify`)."""
+        changed = self.look(self.snap, free)
+        if changed:
+            try:
+                self.send({"t": Kind.TAMPERED, "changed": changed})
+            finally:
+                self.leave(TAMPERED_EXIT)
 
 
 def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
@@ -432,10 +469,10 @@ def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
             main(channel_fd, key, job)
         os.close(job_fd)
         os.close(channel_fd)
-        _write_status(status_fd, f"session {os.getpid()} {worker}")
+        _write_status(status_fd, session_line(os.getpid(), worker))
         status = procs.supervise(worker, status_fd)
         if status is not None:
-            _write_status(status_fd, procs.describe_status(status), close=True)
+            _write_status(status_fd, exit_line(status), close=True)
     except BaseException:
         pass
     os._exit(0)
@@ -510,10 +547,11 @@ def _reap(supervisors: set[int]) -> None:
         supervisors.discard(pid)
 
 
-def _write_status(fd: int, line: str, close: bool = False) -> None:
-    """Write one line to the grader's status pipe (and close it); a closed pipe is not an error."""
+def _write_status(fd: int, line: bytes, close: bool = False) -> None:
+    """Write one line (:func:`~course_utils.classroom.messages.session_line`, :func:`~course_utils.classroom.
+    messages.exit_line`) to the grader's status pipe (and close it); a closed pipe is not an error."""
     try:
-        os.write(fd, line.encode() + b"\n")
+        os.write(fd, line)
     except OSError:  # the grader stopped listening
         pass
     if close:

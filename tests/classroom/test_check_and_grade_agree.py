@@ -5,7 +5,7 @@ ways learners write them: as handed out, solved, solved with the code in a helpe
 own (above or below the answer cell), solved in a cell that lost its answer-cell marker. The
 notebook side runs every cell in a fresh IPython shell, as a kernel does, and reads what each
 ``cu.exercise`` check said; the grader side grades the same files. The full lesson notebooks are
-covered by the nbval runs (tests/test_notebook_runs.py) and by test_grade.py.
+covered by the nbval runs (tests/test_notebook_runs.py) and by test_grader.py.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 
 from course_utils.classroom import grade_all
 from course_utils.classroom.runs import Limits
-from course_utils.classroom.submissions import PROVIDED, answer_cells, own_cells
+from course_utils.classroom.submissions import answer_cells
 from course_utils.exercises import exercise_ids, get_exercise
 from nbtools import ROOT, load, notebook_paths, source
 
@@ -125,36 +125,3 @@ def test_a_name_no_cell_defines_gets_feedback_that_helps(tmp_path):
     [grade] = grade_all([str(path)], Limits(timeout=120))
     row = next(r for r in grade.rows if r.exercise == "01.nbytes")
     assert not row.passed and "deleted_helper" in row.feedback and "Restart the kernel" in row.feedback
-
-
-# --- which of the learner's cells run -----------------------------------------------------------
-
-def _nb(*cells: dict) -> dict:
-    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": list(cells)}
-
-
-def test_only_the_cells_that_define_what_the_answers_use_run():
-    nb = _nb(_code("import time\nSCALE = 1\nslow = [time.sleep(60)]"),   # defines SCALE: runs
-             _code("plot_everything()"),                                  # defines nothing used: not run
-             _code("def helper(t):\n    return t.numel() * size(t)\n"),   # used by the answer
-             _code("def size(t):\n    return t.element_size()\n"),        # used by the helper
-             _code("def nbytes(t):\n    return helper(t) * SCALE\n", "01.nbytes"),
-             _code("def helper(t):\n    return 0\n"),                     # a later definition, below the answer
-             _code("x = torch.ones(3)\nblank_like = lambda t: torch.zeros_like(t)"),  # 01.blank_like, unmarked
-             _code('cu.exercise("01.blank_like")'))
-    ran = own_cells(nb, answer_cells(nb), ["01.nbytes", "01.blank_like"])
-    assert [c.index for c in ran] == [0, 2, 3, 6] and all(c.exercise == "" for c in ran)
-
-
-def test_the_last_definition_above_the_use_wins_else_the_first_below():
-    above = _nb(_code("def h(t):\n    return 1\n"), _code("def h(t):\n    return 2\n"),
-                _code("def nbytes(t):\n    return h(t)\n", "01.nbytes"), _code("def h(t):\n    return 3\n"))
-    assert [c.index for c in own_cells(above, answer_cells(above), ["01.nbytes"])] == [1]
-    below = _nb(_code("def nbytes(t):\n    return h(t)\n", "01.nbytes"), _code("def h(t):\n    return 3\n"),
-                _code("def h(t):\n    return 4\n"))
-    assert [c.index for c in own_cells(below, answer_cells(below), ["01.nbytes"])] == [1]
-
-
-def test_what_the_setup_cell_gives_the_grader_gives_too():
-    from course_utils.classroom import worker
-    assert set(worker._namespace()) - {"__name__", "__builtins__"} <= PROVIDED

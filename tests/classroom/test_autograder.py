@@ -149,7 +149,8 @@ while pid > 1:   # stop run_autograder, so that the forged file stands
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="Gradescope runs as root; so must this test")
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="Gradescope runs as root; so must this test")
 def test_learner_code_runs_unprivileged_and_cannot_forge_the_results(bundle, tmp_path):
     nb = solved("01")
     cell = next(c for c in nb["cells"] if (c.get("metadata", {}).get("course") or {}).get("exercise") == "01.nbytes")

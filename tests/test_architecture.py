@@ -1,0 +1,157 @@
+"""The package's shape: no import cycles, lower floors never import higher ones, and no module reaches
+into another module's private (underscore) names. Read from the source, every import counted (also
+those inside functions, and ``importlib.import_module`` of a constant name)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from nbtools import ROOT
+
+PACKAGE = ROOT / "course_utils"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _package_of(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = _package_of(module).split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _course_module(name: str) -> str | None:
+    """The course module ``name`` is, or is inside (``course_utils.x.f`` -> ``course_utils.x``)."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports(module: str) -> dict[str, set[str]]:
+    """The course modules ``module`` imports -> the names it takes from each (empty: the module itself)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _absolute(module, node)
+            for alias in node.names:
+                sub = _course_module(f"{target}.{alias.name}")
+                if sub and sub != _course_module(target):   # `from . import x`: the module x
+                    found.setdefault(sub, set())
+                elif _course_module(target):
+                    found.setdefault(_course_module(target), set()).add(alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _course_module(alias.name):
+                    found.setdefault(_course_module(alias.name), set())
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            name = node.args[0].value
+            if name.startswith("."):
+                package = node.args[1].id if len(node.args) > 1 and isinstance(node.args[1], ast.Name) else ""
+                name = _package_of(module) + name if package in ("__name__", "__package__", "") else name
+            if _course_module(name):
+                found.setdefault(_course_module(name), set())
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args
+              and isinstance(node.args[0], ast.JoinedStr) and node.args[0].values
+              and isinstance(node.args[0].values[0], ast.FormattedValue)
+              and getattr(node.args[0].values[0].value, "id", "") == "__name__"):
+            for sub in MODULES:   # f"{__name__}.{name}": any module of this package
+                if sub.startswith(_package_of(module) + "."):
+                    found.setdefault(sub, set())
+    found.pop(module, None)
+    return found
+
+
+GRAPH = {m: set(imports(m)) for m in MODULES}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def _is_package_parent(a: str, b: str) -> bool:
+    """A package's ``__init__`` may import its own modules, and they may import names it defines."""
+    return b.startswith(a + ".") or a.startswith(b + ".")
+
+
+def test_no_import_cycles():
+    cycles = [g for g in _cycles()
+              if not all(_is_package_parent(a, b) or _is_package_parent(b, a) for a in g for b in g if a != b)]
+    assert cycles == [], cycles
+
+
+def test_the_graph_sees_imports_in_functions_and_by_name():
+    assert "course_utils.classroom.processes" in GRAPH["course_utils.classroom.worker"]  # imported in a function
+    assert "course_utils.device" in GRAPH["course_utils"]
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}   # local name -> the course module it is
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _absolute(module, node)
+                for alias in node.names:
+                    sub = _course_module(f"{target}.{alias.name}")
+                    if sub and sub != _course_module(target):
+                        aliases[alias.asname or alias.name] = sub
+                    elif (_course_module(target) and _course_module(target) != module
+                          and alias.name.startswith("_") and not alias.name.startswith("__")):
+                        found.append(f"{module}: from {target} import {alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if _course_module(alias.name) and alias.asname:
+                        aliases[alias.asname] = _course_module(alias.name)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name) and aliases.get(node.value.id, module) != module):
+                found.append(f"{module}: {node.value.id}.{node.attr}")
+    assert found == [], found
