@@ -21,8 +21,9 @@ usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 verb=$1 dir=$2
 shift 2
 
-deps() {   # requirements.txt without torch (the node has its own) and without the course itself
-  grep -v -E '^[[:space:]]*(torch([<>=!~ ;#]|$)|-e[[:space:]])' requirements.txt
+deps() {   # requirements.txt and requirements-dev.txt without torch (the node has its own), without the
+           # course itself and without the include of the one by the other
+  cat requirements.txt requirements-dev.txt | grep -v -E '^[[:space:]]*(torch([<>=!~ ;#]|$)|-e[[:space:]]|-r[[:space:]])' 
   echo "setuptools>=68"   # builds course_utils (pyproject.toml) without an index
 }
 

@@ -21,11 +21,26 @@ def requirement_names(path: Path) -> dict[str, str]:
     return names
 
 
-def test_binder_installs_the_learner_packages_of_requirements_txt_on_cpu_only_torch():
-    binder, root = requirement_names(BINDER / "requirements.txt"), requirement_names(ROOT / "requirements.txt")
-    learner = {name: line for name, line in root.items()
-               if name in {"torch", "ipywidgets", "matplotlib", "jupyterlab", "notebook"}}
-    assert binder == learner, "binder/requirements.txt must match the learner part of requirements.txt"
+TEST_TOOLS = {"pytest", "nbval", "nbformat", "nbconvert", "hypothesis", "playwright"}
+
+
+def test_learners_install_only_what_the_course_needs_and_the_tests_add_their_tools():
+    learner = requirement_names(ROOT / "requirements.txt")
+    assert set(learner) == {"torch", "ipywidgets", "matplotlib", "jupyterlab", "notebook"}
+    assert "-e ." in (ROOT / "requirements.txt").read_text()
+    dev_text = (ROOT / "requirements-dev.txt").read_text()
+    assert "-r requirements.txt" in dev_text.splitlines() \
+        and set(requirement_names(ROOT / "requirements-dev.txt")) == TEST_TOOLS
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -r requirements-dev.txt" in readme and "python3 -m venv .venv" in readme
+    assert ".venv\\Scripts\\Activate.ps1" in readme and "environment-cpu.yml" in readme
+    ci = (ROOT / ".ci/run").read_text()
+    assert ci.count("-r requirements-dev.txt") == 3, "every CI leg installs the tests' tools as the README says"
+
+
+def test_binder_installs_the_packages_of_requirements_txt_on_cpu_only_torch():
+    binder, learner = requirement_names(BINDER / "requirements.txt"), requirement_names(ROOT / "requirements.txt")
+    assert binder == learner, "binder/requirements.txt must match requirements.txt"
     text = (BINDER / "requirements.txt").read_text()
     assert "download.pytorch.org/whl/cpu" in text, "Binder must take torch's CPU-only build"
     assert not (BINDER / "environment.yml").exists(), "environment.yml would win over requirements.txt"
@@ -39,11 +54,15 @@ def test_binder_postbuild_is_strict_and_installs_course_utils_without_deps():
     assert re.fullmatch(r"python-3\.\d+\s*", (BINDER / "runtime.txt").read_text())
 
 
-def test_environment_yml_reuses_requirements_txt():
+@pytest.mark.parametrize("name, pip_lines", [
+    ("environment.yml", ["-r requirements.txt"]),
+    ("environment-cpu.yml", ["--extra-index-url https://download.pytorch.org/whl/cpu", "-r requirements.txt"]),
+])
+def test_the_conda_environments_reuse_requirements_txt(name, pip_lines):
     import yaml  # shipped with jupyter's dependencies
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    env = yaml.safe_load((ROOT / name).read_text())
     pip = next(d for d in env["dependencies"] if isinstance(d, dict))["pip"]
-    assert pip == ["-r requirements.txt"]
+    assert pip == pip_lines and env["name"] == "tensor-course"
 
 
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
