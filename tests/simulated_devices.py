@@ -36,6 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from course_utils import device as course_device
+from course_utils.standin import convolution_message, per_argument_message  # noqa: F401  (the one source of wordings)
 
 #: What MPS raises for a float64 (or complex128) tensor.
 MPS_FLOAT64_MESSAGE = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
@@ -146,45 +147,12 @@ def _check_devices(func: Any, name: str, args: tuple, kwargs: dict) -> None:
     if name == "convolution":
         (_, data), (_, weight), *bias = tensors
         if weight.device != data.device:   # a CPU input goes to the MKLDNN backend, whose check adds a clause
-            mkldnn = " or input should be a MKLDNN tensor and weight is a dense tensor"
-            raise RuntimeError(f"Input type ({data.type()}) and weight type ({weight.type()}) should be the "
-                               f"same{mkldnn if data.device.type == 'cpu' else ''}")
-        raise RuntimeError(f"Input type ({data.type()}) and bias type ({bias[0][1].type()}) should be the same")
+            raise RuntimeError(convolution_message(data.type(), "weight", weight.type(), data.device.type == "cpu"))
+        raise RuntimeError(convolution_message(data.type(), "bias", bias[0][1].type(), mkldnn=False))
     common = tensors[0][1].device
     for arg_name, value in tensors[1:]:
         if value.device != common:
             raise RuntimeError(per_argument_message(arg_name, value.device, common, f"wrapper_CUDA_{name}"))
-
-
-def _major_minor(version: str) -> tuple[int, int]:
-    """``(2, 8)`` for ``"2.8.0+cu128"`` or ``"2.8.0a0+git1234"``."""
-    major, minor = version.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
-def per_argument_message(arg_name: str, arg_device: Any, common: Any, method: str,
-                         version: str | None = None) -> str:
-    """The message of an operation that checks each argument's device (``addmm``, ``index_select``, ...),
-    as PyTorch ``version`` (default: the one installed) words it.
-
-    Both wordings come from ``common_device_check_failure`` in ATen's ``op_registration/adaption.cpp``: 2.7
-    names the common device first and the argument at the end; 2.8 rewrote it to name the argument first.
-
-    Args:
-        arg_name: the argument whose device differs (``mat1``, ``index``).
-        arg_device: that argument's device.
-        common: the device of the arguments checked before it.
-        method: the kernel, e.g. ``wrapper_CUDA_addmm``.
-        version: a PyTorch version string; ``torch.__version__`` when None.
-
-    Returns:
-        The message, without the ``RuntimeError: `` prefix.
-    """
-    if _major_minor(version or torch.__version__) >= (2, 8):
-        return (f"Expected all tensors to be on the same device, but got {arg_name} is on {arg_device}, "
-                f"different from other tensors on {common} (when checking argument in method {method})")
-    return (f"Expected all tensors to be on the same device, but found at least two devices, {common} and "
-            f"{arg_device}! (when checking argument for argument {arg_name} in method {method})")
 
 
 @contextlib.contextmanager
