@@ -13,6 +13,11 @@ Plain Python first, widgets on top::
     cu.show_devices(model, x)           # a map: which memory holds each tensor, and how big it is
 
 In any notebook, ``%load_ext course_utils`` explains device errors under their tracebacks.
+
+The package reads bottom-up, in floors (docs/architecture.md says where each concept lives): plain blocks and
+looking at devices (text, files, device, standin, inventory, results, errors, devicemap) → grading, timing,
+extension → exercises, quizzes, runtime, transfer → lessons, mismatch, notebook → store → learner, widgets →
+classroom → this package and its command line. tests/test_architecture.py keeps it so.
 """
 from . import lessons  # noqa: F401  (registers every lesson's quizzes and exercises)
 from .device import accelerator, best_device

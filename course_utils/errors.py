@@ -8,23 +8,29 @@
 
 :data:`FAMILIES` is the one source for everything the course says about these errors: the
 explainer reads it, ``scripts/error_index.py`` turns it into ``docs/errors.md``, the tests check
-every wording in it. :data:`LESSONS` says which lesson section teaches each family; families no
-lesson teaches yet point to the appendix :data:`FIELD_GUIDE`.
+every wording in it. A family whose words depend on the message (the devices, the argument, the
+type it names) carries its own ``tailor``, so a new family is one entry. :data:`LESSONS` says which
+lesson section teaches each family; families no lesson teaches yet point to the appendix
+:data:`FIELD_GUIDE`.
 
 Every :class:`Wording` is a message exactly as PyTorch prints it, with the PyTorch versions that
 print it and where that was checked (a build's string table, PyTorch's source, a real run). What
 only a GPU or a Mac prints, and was not run on one, says so. This module imports nothing from the
-rest of the package, so any part of it (``setup`` included) may use it.
+rest of the package but the bottom floor's :mod:`course_utils.text`, so any part of it (``setup``
+included) may use it.
 """
 from __future__ import annotations
 
 import html
 import re
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
-__all__ = ["explain_error", "Explanation", "Family", "Wording", "FAMILIES", "LESSONS", "FIELD_GUIDE", "family"]
+from .text import card, code_html
+
+__all__ = ["explain_error", "Explanation", "Family", "Reading", "Wording", "FAMILIES", "LESSONS", "FIELD_GUIDE",
+           "family"]
 
 #: The appendix for problems no lesson teaches yet.
 FIELD_GUIDE = "08_field_guide"
@@ -98,7 +104,10 @@ class Family:
         wordings: real messages, each with the versions that print it (docs and tests use them).
         cause: why it happens, in the course's words.
         fix: what to do.
-        check: optional test of a match; a match it rejects is not this family (e.g. a dtype look-alike).
+        check: optional test of a match's groups; a match it rejects is not this family (e.g. a dtype
+            look-alike).
+        tailor: optional; fits the cause and the fix to what one message says (the devices, the argument,
+            the type...): it gets a :class:`Reading` with the family's text and returns it changed.
         device_problem: False for the few errors the course teaches next to device problems
             (a forgotten ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
     """
@@ -110,6 +119,7 @@ class Family:
     cause: str
     fix: str
     check: Optional[Callable[[dict], bool]] = None
+    tailor: Optional[Callable[[Reading], Reading]] = None
     device_problem: bool = True
     compiled: tuple = field(init=False, repr=False, compare=False)
 
@@ -123,6 +133,30 @@ class Family:
         return f"{notebook}, section {section}" if notebook != FIELD_GUIDE else f"{notebook} (appendix): {section}"
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What one message says, as its family's pattern read it: what a family's ``tailor`` gets and returns.
+
+    Attributes:
+        groups: the named groups of the pattern that matched.
+        line: the line of the error that was recognised.
+        text: all that was given: a traceback's frames too.
+        arg, op: the argument and the operation the message names, or ``""``.
+        a, b: the odd tensor's device and the device expected (lower case), or ``""``.
+        cause, fix: the family's, until its tailor fits them to the message.
+    """
+
+    groups: dict
+    line: str
+    text: str
+    arg: str
+    op: str
+    a: str
+    b: str
+    cause: str
+    fix: str
+
+
 def _type_device(text: str) -> str:
     """The device type inside a legacy type name: ``torch.cuda.FloatTensor`` -> ``cuda``."""
     low = text.lower()
@@ -134,9 +168,7 @@ def _type_device(text: str) -> str:
 
 def _devices_differ(groups: dict) -> bool:
     """``Input type (X) and weight type (Y)``: a device problem only when X and Y name different devices."""
-    a, b = _type_device(groups.get("ta") or ""), _type_device(groups.get("tb") or "")
-    groups.update(a=a, b=b, arg="input")   # the input is on a, the layer's weight (the model) on b
-    return a != b
+    return "ta" not in groups or _type_device(groups["ta"]) != _type_device(groups.get("tb") or "")
 
 
 def _not_none(groups: dict) -> bool:
@@ -153,6 +185,150 @@ _GENERATOR_RULE = ("Usually `torch.set_default_device(\"cuda\")` is at work: a s
                    "then draws its permutation on the GPU with a CPU generator. Or a `torch.Generator()` made "
                    "on the CPU is used for GPU tensors.")
 
+#: The last sentence of the mismatch fix: how to see which tensor is where.
+_SEE_WHERE = "To see which tensor is where, run `cu.explain_devices(model, {\"x\": x})`."
+
+
+def _data_parallel_fix(device: str) -> str:
+    """The fix for a DataParallel whose model is not on ``device``, its ``device_ids[0]``."""
+    return (f"Move the model to `device_ids[0]` (by default `cuda:0`) before wrapping it: `model.to(\"{device}\")`, "
+            f"then `nn.DataParallel(model)` (or move the wrapper, `dp_model.to(\"{device}\")`). The inputs may stay "
+            "on the CPU: DataParallel scatters them to the GPUs itself. Moving the inputs to the CPU does not help.")
+
+
+# --- tailors: what one message adds to its family's text (a family's ``tailor``) ------------------------
+
+def _tailor_devices(r: Reading) -> Reading:
+    """Which tensor is where, and the fix in that direction, when the message says."""
+    g, arg, a, b = r.groups, r.arg, r.a, r.b
+    if "ta" in g:   # legacy type names: the input is on a, the layer's weight (the model) on b
+        a, b, arg = _type_device(g["ta"]), _type_device(g.get("tb") or ""), "input"
+    if "arg2" in g:   # legacy cudnn wording: two GPU indices
+        a, b = f"cuda:{g['a']}", f"cuda:{g['b']}"
+    if g.get("what") == "hidden":
+        arg = "hx"
+        said = f"The hidden state you pass (`h0`, or `(h0, c0)` for an LSTM) is on {b}, the input on {a}."
+        fix = ("Put the input, the hidden state and the model on one device: move the input to the model's "
+               "device first (`x = x.to(device)`), then create the state there (`h0 = torch.zeros(..., "
+               "device=x.device)`), or pass no state: the RNN then starts from zeros on the input's device.")
+    else:
+        arg = "input" if g.get("what") else arg
+        ordered = not arg and "found at least two devices" in " ".join(r.line.split())   # not which is odd
+        said, fix = _devices_detail(arg, r.op, a, b, r.fix, ordered)
+        if ordered:
+            a, b = b, a   # keep the message's order
+    return replace(r, arg=arg, a=a, b=b, fix=fix, cause=f"{said} {_RULE}" if said else r.cause)
+
+
+def _tailor_data_parallel(r: Reading) -> Reading:
+    return replace(r, fix=_data_parallel_fix(r.b)) if r.b else r
+
+
+def _tailor_numpy(r: Reading) -> Reading:
+    if r.a == "meta":
+        return replace(r, fix="A meta tensor has no values, so there is nothing to convert, even after `.cpu()`: "
+                              "make the tensor on a real device (`device=\"cpu\"`), then `t.detach().numpy()`.")
+    return replace(r, cause=f"Your tensor is on {r.a}. {r.cause}") if r.a else r
+
+
+_CONTAINERS = ("dict", "collections.OrderedDict", "OrderedDict", "collections.defaultdict", "defaultdict",
+               "list", "tuple")
+
+
+def _tailor_no_to(r: Reading) -> Reading:
+    """``'<type>' object has no attribute 'to'`` (or ``'cuda'``): a container, an array, something else."""
+    kind, attr = r.groups.get("type", ""), r.groups.get("attr", "to")
+    if kind in _CONTAINERS:
+        return r
+    if kind == "numpy.ndarray":
+        return replace(r, cause="A NumPy array lives on the CPU and knows nothing of devices: it has no `.to` or "
+                                "`.cuda`.",
+                       fix="Make it a tensor, then move it: `torch.from_numpy(a).to(device)` (float64 arrays: "
+                           "`torch.from_numpy(a).to(device, torch.float32)`).")
+    return replace(r, cause=f"Only tensors and modules have `.{attr}`, and this object is a `{kind}`.",
+                   fix="Turn it into a tensor first (`torch.as_tensor(value)`, or your dataset's transform), then "
+                       "`.to(device)`.")
+
+
+def _tailor_no_device(r: Reading) -> Reading:
+    kind = r.groups.get("type", "")
+    if kind not in _CONTAINERS + ("numpy.ndarray",):
+        return r
+    return replace(r, cause=f"A `{kind}` has no `.device`: only tensors (and parameters and buffers) have one.",
+                   fix="Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
+                       "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
+
+
+def _tailor_lengths(r: Reading) -> Reading:
+    return replace(r, cause=f"Your `lengths` are on {r.a}. {r.cause}") if r.a else r
+
+
+def _tailor_map_location(r: Reading) -> Reading:
+    if "device_count()" not in r.line:
+        return r
+    return replace(r, cause="`torch.save` records each tensor's device, and `torch.load` puts tensors back there. "
+                            "This checkpoint was saved on a GPU index this machine does not have.",
+                   fix="Say where the tensors should go: `torch.load(path, map_location=\"cuda:0\")` (or "
+                       "`map_location=device`).")
+
+
+def _tailor_mps_op(r: Reading) -> Reading:
+    if not r.op:
+        return r
+    return replace(r, cause=f"`{r.op}` is not implemented for MPS in your PyTorch. Apple's MPS backend does not have "
+                            "every operator yet.")
+
+
+def _tailor_module_prefix(r: Reading) -> Reading:
+    """Which side has the ``module.`` prefix: the checkpoint (unexpected keys) or the model (missing keys)."""
+    if not re.search(r'Unexpected key\(s\) in state_dict: "module\.|unexpected key "module\.', r.text):
+        return replace(r, fix="Your model is wrapped (`DataParallel` / DDP) and the checkpoint is not: load it into "
+                              "the inner model, `model.module.load_state_dict(state)`.")
+    return replace(r, fix="The checkpoint was saved from a `DataParallel` / DDP wrapper: strip the prefix, "
+                          "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")`, "
+                          "then `model.load_state_dict(state)`. Next time save `model.module.state_dict()`.")
+
+
+def _from_dataloader(text: str) -> bool:
+    low = text.lower()
+    return "sampler" in low or "dataloader" in low or "utils/data" in low or "utils\\data" in low
+
+
+def _tailor_generator(r: Reading) -> Reading:
+    """``a`` is the generator's device type, ``b`` the one that draws."""
+    a, b = r.a, r.b
+    if r.groups.get("meta"):
+        return replace(r, cause="`meta` is not an accelerator and has no random-number generator: "
+                                "`torch.Generator(device=\"meta\")` is refused (tensors on `meta` hold no values, so "
+                                "nothing is drawn there).",
+                       fix="Make the generator for the device that draws, `torch.Generator()` for the CPU or "
+                           "`torch.Generator(device=device)` for your accelerator.")
+    if b == "cpu" and a:
+        return replace(r, cause=f"A generator made on {a} drew numbers on the CPU. Usually a `DataLoader` got "
+                                f"`generator=torch.Generator(device=\"{a}\")`: its sampler draws the shuffle order on "
+                                "the CPU. Or `torch.randn(..., generator=g)` was called without `device=`.",
+                       fix="Give a DataLoader a CPU generator, `torch.Generator()`, and move each batch with "
+                           "`.to(device)`. For a draw with your own generator, draw where it lives: "
+                           "`torch.randn(n, generator=g, device=g.device)`.")
+    if _from_dataloader(r.text) and a and b:
+        return replace(r, cause=f"A shuffling `DataLoader` drew its permutation on {b} with its generator on {a}: "
+                                f"`torch.set_default_device(\"{b}\")` (or a `with torch.device(...)` block) is in "
+                                "effect.")
+    return replace(r, cause=f"A generator on {a} drew numbers for {b}. {_GENERATOR_RULE}") if a and b else r
+
+
+def _tailor_meta_data(r: Reading) -> Reading:
+    if not _from_dataloader(r.text):
+        return r
+    return replace(r, cause="A shuffling `DataLoader` drew its random seed on `meta`, where tensors have no values: "
+                            "`torch.set_default_device(\"meta\")` (or a `with torch.device(\"meta\")` block) is in "
+                            "effect.",
+                   fix="Reset the default device before making and iterating the DataLoader: "
+                       "`torch.set_default_device(None)`, and create tensors on a device with `device=` instead.")
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------
+
 _TORCH_CUDA = "torch/cuda/__init__.py"
 _TO_HOST = r"(?:\. Use Tensor\.cpu\(\) to copy the tensor to host memory first)"
 
@@ -163,16 +339,20 @@ FAMILIES: tuple[Family, ...] = (
          + r") and (?P<a>" + _DEV + r")!?(?: \(when checking (?:argument|arugment) for argument (?P<arg>\w+) in "
          r"method (?P<op>\w+)\))?",
          r"Expected all tensors to be on the same device, but got (?P<arg>\w+) is on (?P<a>" + _DEV
-         + r"), different from other tensors on (?P<b>" + _DEV + r")(?: \(when checking argument in method (?P<op>\w+)\))?",
+         + r"), different from other tensors on (?P<b>" + _DEV
+         + r")(?: \(when checking argument in method (?P<op>\w+)\))?",
          r"Expected object of device type (?P<b>\w+) but got device type (?P<a>\w+) for (?:argument #\d+|sequence "
          r"element \d+ in sequence argument at position #\d+) '(?P<arg>\w+)'(?: in call to (?P<op>\w+))?",
          r"Tensor for argument #\d+ '(?P<arg>\w+)' is on (?P<a>CPU), (?:Tensor for argument #\d+ '\w+' is on CPU, )?"
          r"but expected (?:it|them) to be on GPU(?: \(while checking arguments for (?P<op>\w+)\))?",
          r"Tensor on device (?P<a>" + _DEV + r") is not on the expected device (?P<b>" + _DEV + r")!",
-         r"Input type \((?P<ta>[^()\n]{1,60})\) and (?P<param>weight|bias) type \((?P<tb>[^()\n]{1,60})\) should be the same",
-         r"Tensor for argument #?\d*\s*'?(?P<arg>\w+)'? is on (?P<a>" + _DEV + r") but expected on (?P<b>" + _DEV + r")",
+         r"Input type \((?P<ta>[^()\n]{1,60})\) and (?P<param>weight|bias) "
+         r"type \((?P<tb>[^()\n]{1,60})\) should be the same",
+         r"Tensor for argument #?\d*\s*'?(?P<arg>\w+)'? is on (?P<a>" + _DEV + r") but expected on (?P<b>" + _DEV
+         + r")",
          r"Expected tensor for argument #\d+ '(?P<arg>\w+)' to have the same device as tensor for argument #\d+ "
-         r"'(?P<arg2>\w+)'; but device (?P<a>\d+) does not equal (?P<b>\d+)(?: \(while checking arguments for (?P<op>\w+)\))?",
+         r"'(?P<arg2>\w+)'; but device (?P<a>\d+) does not equal (?P<b>\d+)"
+         r"(?: \(while checking arguments for (?P<op>\w+)\))?",
          r"Input and (?:parameter|hidden) tensors are not at the same device, found input tensor at (?P<a>" + _DEV
          + r") and (?P<what>parameter|hidden) tensor at (?P<b>" + _DEV + r")",
          r"(?P<arg>input)\(device='(?P<a>" + _DEV + r")'\) and weight\(device=(?P<b>" + _DEV
@@ -184,8 +364,8 @@ FAMILIES: tuple[Family, ...] = (
                  "element-wise operations on CUDA; " + _ALL + ", and 1.x",
                  "TensorIterator.cpp, prefix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14 (the two devices in the "
                  "order met, not which tensor is odd)"),
-         Wording("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on "
-                 "cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+         Wording("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors "
+                 "on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
                  "2.8 and newer, on CUDA (ops that check each argument: addmm, mm, index_select, nll_loss...)",
                  "common_device_check_failure, aten/src/ATen/core/op_registration/adaption.cpp: format pieces in "
                  "libtorch_cpu.so 2.8 and 2.14, absent in 2.7; wrapper_CUDA_addmm in libtorch_cuda.so"),
@@ -197,27 +377,30 @@ FAMILIES: tuple[Family, ...] = (
                  "tensors on cuda:0 (when checking argument in method wrapper_CUDA__index_select)",
                  "2.8 and newer, on CUDA: `nn.Embedding` or `index_select` with a CPU index",
                  "the same format (2.8, 2.14); wrapper_CUDA__index_select in libtorch_cuda.so 2.7 to 2.14"),
-         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
-                 "checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+                 "(when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
                  "up to 2.7, on CUDA (checked in 2.7; how far back was not checked)",
                  "adaption.cpp before 2.8: \"! (when checking argument for argument \" verbatim in libtorch_cpu.so "
                  "2.7, absent in 2.8 and 2.14"),
-         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
-                 "checking argument for argument weight in method wrapper_CUDA_nll_loss_forward)",
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+                 "(when checking argument for argument weight in method wrapper_CUDA_nll_loss_forward)",
                  "up to 2.7, on CUDA: a loss's class weights left on the CPU",
                  "the same format as above (libtorch_cpu.so 2.7)"),
-         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
-                 "checking argument for argument mat1 in method wrapper_addmm)",
-                 "late 1.x, after the misspelling was fixed in July 2021 (learner reports from 2022; no build checked)",
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+                 "(when checking argument for argument mat1 in method wrapper_addmm)",
+                 "late 1.x, after the misspelling was fixed in July 2021 (learner reports from 2022; no "
+                 "build checked)",
                  "adaption.cpp with \"argument for argument\"; kernel names without the CUDA_ part"),
-         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when "
-                 "checking arugment for argument mat1 in method wrapper_addmm)",
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+                 "(when checking arugment for argument mat1 in method wrapper_addmm)",
                  "around 1.9 (\"arugment\" is misspelt in PyTorch itself; fixed in July 2021, pytorch/pytorch#61459)",
                  "adaption.cpp as pytorch/pytorch#60864 quotes it (June 2021)"),
-         Wording("Expected object of device type cuda but got device type cpu for argument #1 'self' in call to _th_addmm",
+         Wording("Expected object of device type cuda but got device type cpu for argument #1 'self' in "
+                 "call to _th_addmm",
                  "1.x before the dispatcher's device check (up to about 1.7; learner reports)",
                  "checked_dense_tensor_unwrap, aten/src/ATen/Utils.h in PyTorch 1.x (read in old copies)"),
-         Wording("Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking arguments for addmm)",
+         Wording("Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU (while checking "
+                 "arguments for addmm)",
                  "1.x on CUDA (learner reports with 1.6); MPS's `mm` in 2.x says the same for `mat2` (reports, "
                  "not run on a Mac here)",
                  "checkSameGPU, aten/src/ATen/TensorUtils.cpp: \" to be on GPU (while checking arguments for \" in "
@@ -234,7 +417,8 @@ FAMILIES: tuple[Family, ...] = (
                  "the same check without the clause (libtorch_cpu.so 2.7, 2.8, 2.14); legacy type names as PyTorch "
                  "prints them"),
          Wording("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
-                 "a CPU input and a CUDA model when the MKLDNN backend is not used (e.g. one small image); every version",
+                 "a CPU input and a CUDA model when the MKLDNN backend is not used (e.g. one small "
+                 "image); every version",
                  "Convolution.cpp, use_mkldnn (libtorch_cpu.so 2.7, 2.8, 2.14)"),
          Wording("Tensor for argument input is on cpu but expected on mps", _MAC,
                  "aten/src/ATen/native/mps/operations/Linear.mm; test/test_mps.py asserts it"),
@@ -245,35 +429,33 @@ FAMILIES: tuple[Family, ...] = (
          Wording("slow_conv2d_forward_mps: input(device='cpu') and weight(device=mps:0')  must be on the same device",
                  _MAC + " (the two spaces and the lone quote are PyTorch's)",
                  "slow_conv2d_forward_mps, aten/src/ATen/mps/MPSFallback.mm"),
-         Wording("Input and parameter tensors are not at the same device, found input tensor at cpu and parameter tensor "
-                 "at meta", _ALL,
+         Wording("Input and parameter tensors are not at the same device, found input tensor at cpu and parameter "
+                 "tensor at meta", _ALL,
                  "real run: nn.LSTM on meta (2.7, 2.13); RNN.cpp's format pieces in libtorch_cpu.so 2.7 to 2.14"),
          Wording("Tensor on device cpu is not on the expected device meta!", _ALL,
                  "real run (2.7, 2.13); torch/_prims_common/__init__.py in 2.7, 2.8, 2.14")),
         "One operation got tensors that live on different devices. " + _RULE,
         "Put everything on one device: move the model once with `model.to(device)` (in place) and each input "
-        "with `x = x.to(device)` (`Tensor.to` returns a new tensor: keep the result). To see which tensor is "
-        "where, run `cu.explain_devices(model, {\"x\": x})`.",
-        check=lambda g: _devices_differ(g) if "ta" in g else True),
+        "with `x = x.to(device)` (`Tensor.to` returns a new tensor: keep the result). " + _SEE_WHERE,
+        check=_devices_differ, tailor=_tailor_devices),
     Family(
         "data-parallel", "DataParallel with its model off `device_ids[0]`",
         (r"module must have its parameters and buffers on device (?P<b>" + _DEV + r") \(device_ids\[0\]\) but found "
          r"one of them on device: (?P<a>" + _DEV + r")",),
-        (Wording("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on "
-                 "device: cpu", "CUDA GPUs only; " + _ALL,
+        (Wording("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them "
+                 "on device: cpu", "CUDA GPUs only; " + _ALL,
                  "torch/nn/parallel/data_parallel.py in 2.7, 2.8, 2.13, 2.14"),),
         "`nn.DataParallel` copies the model from `device_ids[0]` to every GPU on each call, so it first checks "
         "that every parameter and buffer is already on that GPU. One is not: the model was never moved, or a "
         "layer was added after moving it.",
-        "Move the model to `device_ids[0]` (by default `cuda:0`) before wrapping it: `model.to(\"cuda:0\")`, then "
-        "`nn.DataParallel(model)` (or move the wrapper, `dp_model.to(\"cuda:0\")`). The inputs may stay on the "
-        "CPU: DataParallel scatters them to the GPUs itself. Moving the inputs to the CPU does not help."),
+        _data_parallel_fix("cuda:0"), tailor=_tailor_data_parallel),
     Family(
         "optimizer-state", "Optimizer state on another device than its parameters",
         (r"Tensors of the same index must be on the same device and the same dtype",),
         (Wording("Tensors of the same index must be on the same device and the same dtype except `step` tensors that "
                  "can be CPU and float32/64 notwithstanding",
-                 "2.7 and 2.8 (checked; earlier 2.x not checked); foreach and fused optimizer steps, the default on CUDA",
+                 "2.7 and 2.8 (checked; earlier 2.x not checked); foreach and fused optimizer "
+                 "steps, the default on CUDA",
                  "_group_tensors_by_device_and_dtype: verbatim in libtorch_python.so 2.7 and 2.8"),
          Wording("Tensors of the same index must be on the same device and the same dtype except `step` tensors that "
                  "can be CPU and float32/64, and optimizer states that can be bfloat16 for mixed-precision training",
@@ -288,11 +470,12 @@ FAMILIES: tuple[Family, ...] = (
         "parameter's device. `cu.explain_devices(model, optimizer=optimizer)` shows which state is where."),
     Family(
         "cuda-oom", "CUDA out of memory",
-        (r"CUDA out of memory\. Tried to allocate", r"torch\.(?:cuda\.)?OutOfMemoryError", r"CUDA error: out of memory"),
-        (Wording("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-                 "14.74 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 13.61 GiB memory "
-                 "in use. Of the allocated memory 13.20 GiB is allocated by PyTorch, and 287.42 MiB is reserved by "
-                 "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        (r"CUDA out of memory\. Tried to allocate", r"torch\.(?:cuda\.)?OutOfMemoryError",
+         r"CUDA error: out of memory"),
+        (Wording("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                 "of 14.74 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 13.61 GiB "
+                 "memory in use. Of the allocated memory 13.20 GiB is allocated by PyTorch, and 287.42 MiB is "
+                 "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                  "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
                  "2.7 as quoted (sizes are your GPU's; newer versions end with another link); the class is "
@@ -318,9 +501,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "mps-oom", "MPS out of memory",
         (r"MPS backend out of memory",),
-        (Wording("MPS backend out of memory (MPS allocated: 17.92 GB, other allocations: 384.00 KB, max allowed: 18.13 "
-                 "GB). Tried to allocate 256.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to "
-                 "disable upper limit for memory allocations (may cause system failure).", _MAC + " (sizes illustrative)",
+        (Wording("MPS backend out of memory (MPS allocated: 17.92 GB, other allocations: 384.00 KB, max allowed: "
+                 "18.13 GB). Tried to allocate 256.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to "
+                 "disable upper limit for memory allocations (may cause system failure).",
+                 _MAC + " (sizes illustrative)",
                  "aten/src/ATen/mps/MPSAllocator.mm, with the default high watermark"),),
         "Your Mac's GPU shares memory with the rest of the system, and PyTorch stops an MPS allocation that "
         "would pass its limit (the high watermark).",
@@ -332,9 +516,10 @@ FAMILIES: tuple[Family, ...] = (
         "numpy", "`.numpy()` on a tensor that is not on the CPU",
         (r"can't convert (?P<a>" + _DEV + r")(?: device type)? tensor to numpy" + _TO_HOST + "?",
          r"to numpy" + _TO_HOST),
-        (Wording("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
-                 "first.", "CUDA; " + _ALL, "torch/csrc/utils/tensor_numpy.cpp: format in libtorch_python.so 2.7, 2.8, "
-                 "2.14; the device as the meta run shows it"),
+        (Wording("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+                 "memory first.", "CUDA; " + _ALL,
+                 "torch/csrc/utils/tensor_numpy.cpp: format in libtorch_python.so 2.7, 2.8, 2.14; the device as the "
+                 "meta run shows it"),
          Wording("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
                  "first.", _ALL, "real run (2.7, 2.13)"),
          Wording("can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
@@ -342,7 +527,8 @@ FAMILIES: tuple[Family, ...] = (
         "NumPy arrays live in CPU memory. A tensor on a GPU (or on `meta`) has no CPU memory NumPy could "
         "share, so `.numpy()` refuses it.",
         "Copy it to the CPU first: `t.detach().cpu().numpy()` (`detach` too when it requires grad). Do this "
-        "once, at the end: each copy waits for the GPU."),
+        "once, at the end: each copy waits for the GPU.",
+        tailor=_tailor_numpy),
     Family(
         "numpy-grad", "`.numpy()` on a tensor that requires grad",
         (r"Can't call numpy\(\) on (?:Tensor|Variable) that requires grad",),
@@ -368,7 +554,7 @@ FAMILIES: tuple[Family, ...] = (
         "Move each tensor in it: `batch = {k: v.to(device) for k, v in batch.items()}` (for a list, "
         "`[t.to(device) for t in batch]`). A state dict needs no moving: `model.load_state_dict(state)` copies "
         "each tensor onto its parameter's device (or load it with `torch.load(path, map_location=device)`).",
-        check=_not_none),
+        check=_not_none, tailor=_tailor_no_to),
     Family(
         "no-device", "A module (or a container) has no `.device`",
         (r"'(?P<type>[\w.]+)' object has no attribute 'device'",),
@@ -378,7 +564,7 @@ FAMILIES: tuple[Family, ...] = (
         "be on several devices, or it may have none at all.",
         "Ask one of its tensors, `next(model.parameters()).device` (a module without parameters raises "
         "StopIteration), or better, keep the `device` you moved the model to and use it.",
-        check=_not_none),
+        check=_not_none, tailor=_tailor_no_device),
     Family(
         "module-init", "A module used before `super().__init__()`",
         (r"cannot assign (?:module|parameters?|buffer) before Module\.__init__\(\) call",),
@@ -394,8 +580,8 @@ FAMILIES: tuple[Family, ...] = (
         (r"device-side assert triggered",),
         (Wording("CUDA error: device-side assert triggered", "CUDA; every version",
                  "CUDA runtime (libcudart.so.12) and libc10_cuda.so"),
-         Wording("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some "
-                 "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+         Wording("CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at "
+                 "some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
                  "CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
                  "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
                  "c10/cuda/CUDAException.cpp: lines verbatim in libc10_cuda.so 2.7 and 2.8; AcceleratorError in "
@@ -416,7 +602,8 @@ FAMILIES: tuple[Family, ...] = (
                  "aten/src/ATen/native/LossNLL.cpp: \" is out of bounds.\" in libtorch_cpu.so 2.7, 2.8, 2.14; real "
                  "run (2.13)"),
          Wording("index out of range in self", _ALL,
-                 "an nn.Embedding given an id >= its size: verbatim in libtorch_cpu.so 2.7, 2.8, 2.14; real run (2.13)")),
+                 "an nn.Embedding given an id >= its size: verbatim in libtorch_cpu.so 2.7, 2.8, 2.14; real "
+                 "run (2.13)")),
         "A value used as an index is outside its range: a class label outside `0 .. num_classes - 1` given to "
         "a loss (the loss's `ignore_index`, -100 by default, is skipped and allowed), or a token id at least "
         "as large as an `nn.Embedding`. The CPU names the bad value; on a GPU the same mistake is a "
@@ -443,7 +630,8 @@ FAMILIES: tuple[Family, ...] = (
         "Save `model.module.state_dict()` from a wrapped model. To load an old checkpoint into a plain model, "
         "strip the prefix: `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")`, "
         "then `model.load_state_dict(state)`; to load a plain one into a wrapper, use "
-        "`wrapped.module.load_state_dict(state)`."),
+        "`wrapped.module.load_state_dict(state)`.",
+        tailor=_tailor_module_prefix),
     Family(
         "fork", "CUDA in a forked subprocess",
         (r"Cannot re-initialize CUDA in forked subprocess",),
@@ -472,21 +660,22 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "mps-op", "An operator MPS does not implement",
         (r"The operator '(?P<op>[\w:.]+)' is not current(?:ly)? implemented for the MPS device",),
-        (Wording("The operator 'aten::_linalg_solve_ex.result' is not currently implemented for the MPS device. If you "
-                 "want this op to be considered for addition please comment on https://github.com/pytorch/pytorch/"
-                 "issues/141287 and mention use-case, that resulted in missing op as well as commit hash "
-                 "<the build's commit hash>. As a temporary fix, you can set the environment variable "
-                 "`PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will be "
-                 "slower than running natively on MPS.", _MAC + " (the current wording; it names the build's commit)",
+        (Wording("The operator 'aten::_linalg_solve_ex.result' is not currently implemented for the MPS device. If "
+                 "you want this op to be considered for addition please comment on "
+                 "https://github.com/pytorch/pytorch/issues/141287 and mention use-case, that resulted in missing op "
+                 "as well as commit hash <the build's commit hash>. As a temporary fix, you can set the environment "
+                 "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this "
+                 "will be slower than running natively on MPS.",
+                 _MAC + " (the current wording; it names the build's commit)",
                  "mps_error_fallback, aten/src/ATen/mps/MPSFallback.mm"),
-         Wording("The operator 'aten::nonzero' is not currently implemented for the MPS device. If you want this op to "
-                 "be added in priority during the prototype phase of this feature, please comment on "
+         Wording("The operator 'aten::nonzero' is not currently implemented for the MPS device. If you want this op "
+                 "to be added in priority during the prototype phase of this feature, please comment on "
                  "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment "
                  "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this "
                  "will be slower than running natively on MPS.", "Mac builds of 1.13 to about 2.5 (learner reports)",
                  "MPSFallback.mm before the issue link changed"),
-         Wording("The operator 'aten::index.Tensor' is not current implemented for the MPS device. If you want this op "
-                 "to be added in priority during the prototype phase of this feature, please comment on "
+         Wording("The operator 'aten::index.Tensor' is not current implemented for the MPS device. If you want this "
+                 "op to be added in priority during the prototype phase of this feature, please comment on "
                  "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment "
                  "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this "
                  "will be slower than running natively on MPS.",
@@ -495,7 +684,8 @@ FAMILIES: tuple[Family, ...] = (
         "Apple's MPS backend does not have every PyTorch operator yet, and this one is missing.",
         "Set `PYTORCH_ENABLE_MPS_FALLBACK=1` before Python starts (or before `import torch`): that operator "
         "then runs on the CPU, slower, and the rest stays on MPS. Or run the whole step on the CPU. A newer "
-        "PyTorch may have it."),
+        "PyTorch may have it.",
+        tailor=_tailor_mps_op),
     Family(
         "index-device", "Index tensor on another device",
         (r"indices should be either on (?P<c>\w+) or on the same device as the indexed tensor(?: \((?P<b>" + _DEV
@@ -513,9 +703,10 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "mps-float64", "float64 on MPS",
         (r"Cannot convert a MPS Tensor to float64 dtype", r"MPS framework doesn't support float64"),
-        (Wording("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please use "
-                 "float32 instead.", _MAC + " (a TypeError, for `.to(\"mps\")` of a float64 tensor and for a float64 "
-                 "tensor made on MPS alike)",
+        (Wording("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. Please "
+                 "use float32 instead.",
+                 _MAC + " (a TypeError, for `.to(\"mps\")` of a float64 tensor and for a float64 tensor made on MPS "
+                 "alike)",
                  "empty_mps and empty_strided_mps, aten/src/ATen/mps/EmptyTensor.cpp: every MPS tensor is allocated "
                  "there, before any other dtype check"),),
         "Apple's GPU has no float64. NumPy arrays are float64 by default, so `torch.from_numpy(a).to(\"mps\")` "
@@ -535,20 +726,22 @@ FAMILIES: tuple[Family, ...] = (
         "int64 tensor (or a list), even when the sequences are on the GPU. Moving every tensor of a batch to "
         "the GPU moves the lengths too.",
         "Keep `lengths` on the CPU: `pack_padded_sequence(x, lengths.cpu(), batch_first=True, "
-        "enforce_sorted=False)`. Only the padded sequences go to the GPU."),
+        "enforce_sorted=False)`. Only the padded sequences go to the GPU.",
+        tailor=_tailor_lengths),
     Family(
         "no-cuda", "No CUDA in this PyTorch or on this machine",
         (r"Torch not compiled with CUDA enabled", r"Found no NVIDIA driver", r"No CUDA GPUs are available",
          r"Cannot access accelerator device when none is available"),
         (Wording("Torch not compiled with CUDA enabled", "builds without CUDA (an AssertionError); " + _ALL,
                  _TORCH_CUDA + " in 2.7, 2.8, 2.14; real run (2.13 CPU build)"),
-         Wording("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
-                 "from http://www.nvidia.com/Download/index.aspx", "CUDA builds on a machine without a driver",
+         Wording("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+                 "driver from http://www.nvidia.com/Download/index.aspx", "CUDA builds on a machine without a driver",
                  "real run (2.7 CUDA build without a GPU); in libc10_cuda.so 2.7, 2.8, 2.14"),
          Wording("No CUDA GPUs are available", "CUDA builds with a driver but no usable GPU "
                  "(e.g. CUDA_VISIBLE_DEVICES names none)", "in libc10_cuda.so 2.7, 2.8, 2.14"),
          Wording("Cannot access accelerator device when none is available.",
-                 "CPU-only builds: `pin_memory()`; " + _ALL, "real run (2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14")),
+                 "CPU-only builds: `pin_memory()`; " + _ALL,
+                 "real run (2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14")),
         "The code asks for CUDA (`.cuda()`, `device=\"cuda\"`, `pin_memory()`), but this PyTorch was built "
         "without CUDA, or this machine has no NVIDIA GPU or driver: `torch.cuda.is_available()` is False.",
         "Write device-agnostic code: `device = torch.accelerator.current_accelerator() if "
@@ -559,8 +752,8 @@ FAMILIES: tuple[Family, ...] = (
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),
         (Wording("CUDA error: invalid device ordinal", "CUDA; every version", "CUDA runtime (libcudart.so.12)"),
-         Wording("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some other "
-                 "API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
+         Wording("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported at some "
+                 "other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing "
                  "CUDA_LAUNCH_BLOCKING=1", "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
                  "c10/cuda/CUDAException.cpp (lines verbatim in libc10_cuda.so 2.7)")),
         "You asked for a GPU index that does not exist here, e.g. `cuda:1` on a one-GPU machine. Indices "
@@ -570,23 +763,26 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "map-location", "Loading a GPU checkpoint without a GPU",
         (r"Attempting to deserialize object on (?:a )?(?P<b>[A-Z]+) device",),
-        (Wording("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
-                 "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map "
-                 "your storages to the CPU.", _ALL, "real run (2.7, 2.13); torch/serialization.py in 2.7, 2.8, 2.14"),
+        (Wording("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you "
+                 "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to "
+                 "map your storages to the CPU.", _ALL,
+                 "real run (2.7, 2.13); torch/serialization.py in 2.7, 2.8, 2.14"),
          Wording("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1. Please use "
                  "torch.load with map_location to map your storages to an existing device.", _ALL,
                  "torch/serialization.py in 2.7, 2.8, 2.14")),
         "`torch.save` records each tensor's device, and `torch.load` puts tensors back there. This checkpoint "
         "was saved on a GPU, and this machine cannot use one.",
         "Say where the tensors should go: `torch.load(path, map_location=\"cpu\")` (or `map_location=device`), "
-        "then `model.load_state_dict(state)` and `model.to(device)`."),
+        "then `model.load_state_dict(state)` and `model.to(device)`.",
+        tailor=_tailor_map_location),
     Family(
         "weights-only", "`torch.load` refuses to unpickle an object",
         (r"Weights only load failed", r"Unsupported global: GLOBAL [\w.]+ was not an allowed global by default"),
         (Wording("Weights only load failed. This file can still be loaded, to do so you have two options, do those "
                  "steps only if you trust the source of the checkpoint.",
                  "2.6 and newer by default (earlier with weights_only=True); an UnpicklingError",
-                 "torch/serialization.py in 2.7, 2.8, 2.14; real run (2.13); the message goes on with the two options"),
+                 "torch/serialization.py in 2.7, 2.8, 2.14; real run (2.13); the message goes on with the "
+                 "two options"),
          Wording("Unsupported global: GLOBAL torch.nn.modules.linear.Linear was not an allowed global by default.",
                  "2.6 and newer, inside the message above", "torch/_weights_only_unpickler.py in 2.7 and 2.14")),
         "Since PyTorch 2.6 `torch.load` loads with `weights_only=True`: tensors, dicts, lists and numbers, but "
@@ -599,7 +795,8 @@ FAMILIES: tuple[Family, ...] = (
         device_problem=False),
     Family(
         "pin", "Pinning a tensor that is not on the CPU",
-        (r"cannot pin '(?P<type>[\w.]+)' only dense CPU tensors can be pinned", r"only dense CPU tensors can be pinned"),
+        (r"cannot pin '(?P<type>[\w.]+)' only dense CPU tensors can be pinned", r"only dense "
+                                                                                r"CPU tensors can be pinned"),
         (Wording("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
                  "CUDA; " + _ALL + " (the type name as learner reports quote it)",
                  "suffix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14"),
@@ -612,8 +809,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "leaf", "A moved tensor is not a leaf",
         (r"you can only change requires_grad flags of leaf variables", r"can't optimize a non-leaf Tensor"),
-        (Wording("you can only change requires_grad flags of leaf variables. If you want to use a computed variable in "
-                 "a subgraph that doesn't require differentiation use var_no_grad = var.detach().", _ALL,
+        (Wording("you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
+                 "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().", _ALL,
                  "real run (2.7, 2.13); libtorch_cpu.so 2.7, 2.8, 2.14"),
          Wording("can't optimize a non-leaf Tensor", _ALL,
                  "real run: torch.optim.SGD (2.7, 2.13); torch/optim/optimizer.py")),
@@ -636,7 +833,8 @@ FAMILIES: tuple[Family, ...] = (
         "A random-number generator on one device type drew numbers for another. " + _GENERATOR_RULE,
         "Don't set a default device for the whole program: restore it with `torch.set_default_device(None)` "
         "before making and iterating the DataLoader, and move each batch with `.to(device)`. A generator you "
-        "pass yourself must be on the device that draws: `torch.Generator(device=device)`."),
+        "pass yourself must be on the device that draws: `torch.Generator(device=device)`.",
+        tailor=_tailor_generator),
     Family(
         "meta-data", "A meta tensor has no data",
         (r"Tensor\.item\(\) cannot be called on meta tensors", r"Cannot copy out of meta tensor; no data!"),
@@ -648,7 +846,8 @@ FAMILIES: tuple[Family, ...] = (
         "(`.item()`, `print`, `.cpu()`). If a `DataLoader` raised it, `torch.set_default_device(\"meta\")` "
         "made its sampler draw on `meta`.",
         "Make the tensor on a real device. For a model built on meta, `model.to_empty(device=device)` then "
-        "`model.load_state_dict(...)`. Reset a default device with `torch.set_default_device(None)`."),
+        "`model.load_state_dict(...)`. Reset a default device with `torch.set_default_device(None)`.",
+        tailor=_tailor_meta_data),
 )
 
 
@@ -713,17 +912,10 @@ class Explanation:
     def _repr_html_(self) -> str:
         if not self.known:
             return f"<div class='course-error-help' style='color:#868e96'>{html.escape(self.text())}</div>"
-        rows = [("You got", f"<code>{html.escape(self.message)}</code>"), ("Cause", _code_html(self.cause)),
-                ("Fix", _code_html(self.fix)), ("Learn more", _code_html(self.lesson))]
+        rows = [("You got", f"<code>{html.escape(self.message)}</code>"), ("Cause", code_html(self.cause)),
+                ("Fix", code_html(self.fix)), ("Learn more", code_html(self.lesson))]
         body = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows)
-        return (f"<div class='course-error-help' style='border-left:6px solid #1c7ed6;padding:6px 10px;"
-                f"background:rgba(128,128,128,.08);margin:4px 0'><b>{_code_html(self.heading)}</b>"
-                f"{body}</div>")
-
-
-def _code_html(text: str) -> str:
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+        return card(f"<b>{code_html(self.heading)}</b>{body}", "#1c7ed6", "course-error-help")
 
 
 # --- reading what was pasted -----------------------------------------------------------------------
@@ -800,7 +992,7 @@ def _explain(text: str) -> Explanation:
     if best is None:
         return Explanation(known=False, message=_last_line(text))
     _, fam, groups, m = best
-    return _tailor(fam, groups, _line_around(text, m), text)
+    return _explained(fam, groups, _line_around(text, m), text)
 
 
 def _last_line(text: str) -> str:
@@ -832,110 +1024,15 @@ def _code(device: str) -> str:
     return f'"{device}"' if device else "device"
 
 
-def _tailor(fam: Family, g: dict, line: str, text: str) -> Explanation:
-    arg, op = g.get("arg", ""), g.get("op", "")
-    a, b = (g.get("a") or "").lower(), (g.get("b") or "").lower()
-    cause, fix = fam.cause, fam.fix
-    if fam.key == "devices":
-        if "arg2" in g:   # legacy cudnn wording: two GPU indices
-            a, b = f"cuda:{g['a']}", f"cuda:{g['b']}"
-        if g.get("what") == "hidden":
-            arg = "hx"
-            said = f"The hidden state you pass (`h0`, or `(h0, c0)` for an LSTM) is on {b}, the input on {a}."
-            fix = ("Put the input, the hidden state and the model on one device: move the input to the model's "
-                   "device first (`x = x.to(device)`), then create the state there (`h0 = torch.zeros(..., "
-                   "device=x.device)`), or pass no state: the RNN then starts from zeros on the input's device.")
-        else:
-            arg = "input" if g.get("what") else arg
-            ordered = not arg and "found at least two devices" in " ".join(line.split())   # not which is odd
-            said, fix = _devices_detail(arg, op, a, b, fam.fix, ordered)
-            if ordered:
-                a, b = b, a   # keep the message's order
-        cause = f"{said} {_RULE}" if said else fam.cause
-    elif fam.key == "data-parallel" and b:
-        fix = fam.fix.replace('"cuda:0"', f'"{b}"')
-    elif fam.key == "numpy" and a == "meta":
-        fix = ("A meta tensor has no values, so there is nothing to convert, even after `.cpu()`: make the tensor "
-               "on a real device (`device=\"cpu\"`), then `t.detach().numpy()`.")
-    elif fam.key == "numpy" and a:
-        cause = f"Your tensor is on {a}. {fam.cause}"
-    elif fam.key == "no-to":
-        cause, fix = _not_a_tensor(g.get("type", ""), g.get("attr", "to"), fam)
-    elif fam.key == "no-device" and g.get("type", "") in _CONTAINERS + ("numpy.ndarray",):
-        cause = f"A `{g['type']}` has no `.device`: only tensors (and parameters and buffers) have one."
-        fix = ("Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
-               "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
-    elif fam.key == "lengths" and a:
-        cause = f"Your `lengths` are on {a}. {fam.cause}"
-    elif fam.key == "map-location" and "device_count()" in line:
-        cause = ("`torch.save` records each tensor's device, and `torch.load` puts tensors back there. This "
-                 "checkpoint was saved on a GPU index this machine does not have.")
-        fix = "Say where the tensors should go: `torch.load(path, map_location=\"cuda:0\")` (or `map_location=device`)."
-    elif fam.key == "mps-op" and op:
-        cause = (f"`{op}` is not implemented for MPS in your PyTorch. Apple's MPS backend does not have every "
-                 "operator yet.")
-    elif fam.key == "module-prefix":
-        if not re.search(r'Unexpected key\(s\) in state_dict: "module\.|unexpected key "module\.', text):
-            fix = ("Your model is wrapped (`DataParallel` / DDP) and the checkpoint is not: load it into the "
-                   "inner model, `model.module.load_state_dict(state)`.")
-        else:
-            fix = ("The checkpoint was saved from a `DataParallel` / DDP wrapper: strip the prefix, "
-                   "`torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")`, then "
-                   "`model.load_state_dict(state)`. Next time save `model.module.state_dict()`.")
-    elif fam.key == "generator":
-        cause, fix = _generator_detail(a, b, bool(g.get("meta")), _from_dataloader(text), fam)
-    elif fam.key == "meta-data" and _from_dataloader(text):
-        cause = ("A shuffling `DataLoader` drew its random seed on `meta`, where tensors have no values: "
-                 "`torch.set_default_device(\"meta\")` (or a `with torch.device(\"meta\")` block) is in effect.")
-        fix = ("Reset the default device before making and iterating the DataLoader: "
-               "`torch.set_default_device(None)`, and create tensors on a device with `device=` instead.")
-    devices = tuple(d for d in (a, b) if d)
-    return Explanation(True, fam.key, fam.title, cause, fix, fam.lesson, line, arg, op, devices, fam.device_problem)
-
-
-def _from_dataloader(text: str) -> bool:
-    low = text.lower()
-    return "sampler" in low or "dataloader" in low or "utils/data" in low or "utils\\data" in low
-
-
-def _generator_detail(a: str, b: str, meta: bool, loader: bool, fam: Family) -> tuple[str, str]:
-    """(cause, fix) for a generator message: ``a`` is the generator's device type, ``b`` the one that draws."""
-    if meta:
-        return ("`meta` is not an accelerator and has no random-number generator: `torch.Generator(device=\"meta\")` "
-                "is refused (tensors on `meta` hold no values, so nothing is drawn there).",
-                "Make the generator for the device that draws, `torch.Generator()` for the CPU or "
-                "`torch.Generator(device=device)` for your accelerator.")
-    if b == "cpu" and a:
-        cause = (f"A generator made on {a} drew numbers on the CPU. Usually a `DataLoader` got "
-                 f"`generator=torch.Generator(device=\"{a}\")`: its sampler draws the shuffle order on the CPU. Or "
-                 "`torch.randn(..., generator=g)` was called without `device=`.")
-        fix = ("Give a DataLoader a CPU generator, `torch.Generator()`, and move each batch with `.to(device)`. "
-               "For a draw with your own generator, draw where it lives: `torch.randn(n, generator=g, "
-               "device=g.device)`.")
-        return cause, fix
-    if loader and a and b:
-        return (f"A shuffling `DataLoader` drew its permutation on {b} with its generator on {a}: "
-                f"`torch.set_default_device(\"{b}\")` (or a `with torch.device(...)` block) is in effect.", fam.fix)
-    if a and b:
-        return f"A generator on {a} drew numbers for {b}. {_GENERATOR_RULE}", fam.fix
-    return fam.cause, fam.fix
-
-
-_CONTAINERS = ("dict", "collections.OrderedDict", "OrderedDict", "collections.defaultdict", "defaultdict",
-               "list", "tuple")
-
-
-def _not_a_tensor(kind: str, attr: str, fam: Family) -> tuple[str, str]:
-    """(cause, fix) for ``'<kind>' object has no attribute 'to'`` (or ``'cuda'``)."""
-    if kind in _CONTAINERS:
-        return fam.cause, fam.fix
-    if kind == "numpy.ndarray":
-        return ("A NumPy array lives on the CPU and knows nothing of devices: it has no `.to` or `.cuda`.",
-                "Make it a tensor, then move it: `torch.from_numpy(a).to(device)` (float64 arrays: "
-                "`torch.from_numpy(a).to(device, torch.float32)`).")
-    return (f"Only tensors and modules have `.{attr}`, and this object is a `{kind}`.",
-            "Turn it into a tensor first (`torch.as_tensor(value)`, or your dataset's transform), then "
-            "`.to(device)`.")
+def _explained(fam: Family, g: dict, line: str, text: str) -> Explanation:
+    """The family's explanation of ``line``, fitted to the message by the family's tailor, if it has one."""
+    reading = Reading(g, line, text, g.get("arg", ""), g.get("op", ""), (g.get("a") or "").lower(),
+                      (g.get("b") or "").lower(), fam.cause, fam.fix)
+    if fam.tailor is not None:
+        reading = fam.tailor(reading)
+    devices = tuple(d for d in (reading.a, reading.b) if d)
+    return Explanation(True, fam.key, fam.title, reading.cause, reading.fix, fam.lesson, line, reading.arg,
+                       reading.op, devices, fam.device_problem)
 
 
 # What an argument named in a device-mismatch message is: the same name means different things in
@@ -1022,7 +1119,7 @@ def _devices_detail(arg: str, op: str, a: str, b: str, fix: str, ordered: bool) 
         if b:
             return (f"A tensor that should be on {b} is not (usually the input is still on the CPU).",
                     f"Move the input to {b} with the model: `x = x.to(\"{b}\")`; if the model is the one on the "
-                    "CPU, `model.to(device)`. " + fix.split(". ", 1)[1])
+                    "CPU, `model.to(device)`. " + _SEE_WHERE)
         return "", fix
     if role in _ROLE_TEXT:
         fields = dict(arg=arg, base=base, where=where, a=a, B=B, b_code=_code(b))

@@ -13,15 +13,16 @@ other error is left alone. It needs IPython only: no widgets.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from itertools import islice
 from typing import Any
 
+from . import inventory
 from .errors import Explanation, explain_error
 
 __all__ = ["load", "unload", "enable", "ErrorHelp"]
 
 _MAX_NAMES = 12   # variables listed per device
+_MAX_FOUND = 1000  # tensors looked at in one variable
 _IPYTHON_HISTORY = ("In", "Out")   # IPython's own records of past cells, not the learner's variables
 
 
@@ -65,8 +66,8 @@ def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[st
     """For each device, the names of tensors, modules, optimizers and batches in ``namespace`` that live on it.
 
     ``"cuda"`` (no index) matches any CUDA device; a module, an optimizer or a batch (a dict, list or
-    other mapping of tensors, such as a ``BatchEncoding``) counts on every device its tensors use.
-    Names starting with ``_`` are skipped.
+    other mapping of tensors, such as a ``BatchEncoding``) counts on every device its tensors use, as
+    :mod:`course_utils.inventory` finds them. Names starting with ``_`` are skipped.
 
     Args:
         namespace: the variables to look at, e.g. a notebook's ``user_ns``.
@@ -75,17 +76,13 @@ def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[st
     Returns:
         Device -> names, in the order of ``namespace``, at most a dozen per device.
     """
-    try:
-        import torch
-    except Exception:  # pragma: no cover - the course always has torch
-        return {}
     wanted = list(dict.fromkeys(d for d in devices if d))
     found: dict[str, list[str]] = {d: [] for d in wanted}
     for name, value in list(namespace.items()):
         if name.startswith("_") or name in _IPYTHON_HISTORY or not wanted:
             continue
         try:
-            here = _devices_of(value, torch)
+            here = _devices_of(value)
         except Exception:
             continue
         for d in wanted:
@@ -94,20 +91,10 @@ def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[st
     return found
 
 
-def _devices_of(value: Any, torch: Any) -> set[str]:
-    """The devices of a tensor, a module, an optimizer, or the tensors directly inside a dict, a list, a
-    tuple or any other mapping (a batch, a Hugging Face ``BatchEncoding``)."""
-    if isinstance(value, torch.Tensor):
-        return {str(value.device)}
-    if isinstance(value, torch.nn.Module):
-        tensors = list(value.parameters())[:500] + list(value.buffers())[:500]
-        return {str(t.device) for t in tensors}
-    if isinstance(value, torch.optim.Optimizer):
-        return {str(p.device) for g in value.param_groups for p in g.get("params", [])[:500]}
-    if isinstance(value, (Mapping, list, tuple)):
-        items = list(islice(value.values() if isinstance(value, Mapping) else value, 500))
-        return {str(t.device) for t in items if isinstance(t, torch.Tensor)}
-    return set()
+def _devices_of(value: Any) -> set[str]:
+    """The devices of the tensors a variable holds (the first thousand found)."""
+    found = islice(inventory.walk(value), _MAX_FOUND)
+    return {str(f.value.device) for f in found if f.role in inventory.TENSOR_ROLES}
 
 
 def _same(named: str, actual: str) -> bool:

@@ -22,14 +22,18 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from itertools import islice
+from typing import Any, Optional
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from . import inventory
 from .devicemap.model import ODD, DeviceMap, collect
 from .grading import safe_repr
+from .inventory import Found
+from .text import card, code_html
 
 __all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
 
@@ -159,9 +163,7 @@ class DeviceReport:
     def _repr_html_(self) -> str:
         title = "Device report" + (f": target <code>{html.escape(self.target)}</code> "
                                    f"({html.escape(self.reason)})" if self.target else "")
-        parts = [f"<div class='course-device-report' style='border-left:6px solid "
-                 f"{_COLOUR[MISMATCH if self.mismatches else WARNING if not self.ok else OK]};"
-                 f"padding:6px 10px;background:rgba(128,128,128,.08);margin:4px 0'><b>{title}</b>"]
+        parts = [f"<b>{title}</b>"]
         for p in self.problems:
             parts.append(f"<div style='color:{_COLOUR[MISMATCH]}'>Problem: {html.escape(p)}</div>")
         rows, hidden = self._rows(40)
@@ -182,12 +184,12 @@ class DeviceReport:
                          f"{''.join(body)}</table>")
         parts.append(f"<div><b>{html.escape(self.headline())}</b></div>")
         if self.suggestions:
-            items = "".join(f"<li>{_code_html(s)}</li>" for s in self.suggestions)
+            items = "".join(f"<li>{code_html(s)}</li>" for s in self.suggestions)
             parts.append(f"<div>How to fix:<ul style='margin:2px 0'>{items}</ul></div>")
         if self.device_map is not None and self.device_map.lanes:
             parts.append(self.device_map._repr_html_())
-        parts.append("</div>")
-        return "".join(parts)
+        colour = _COLOUR[MISMATCH if self.mismatches else WARNING if not self.ok else OK]
+        return card("".join(parts), colour, "course-device-report")
 
     def _rows(self, max_rows: int) -> tuple[list[Entry], int]:
         flagged = [e for e in self.entries if e.status != OK]
@@ -245,7 +247,8 @@ def _map_of(report: DeviceReport, model: Any, inputs: Any, optimizer: Any, loss:
     """The report's objects on a device map, named as the report names them, the odd ones out marked."""
     try:
         pairs = [("", model)] if isinstance(model, nn.Module) else []
-        pairs += list(_flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0))
+        pairs += [(f.name, f.value) for f in _inputs(inputs) if f.role in (inventory.TENSOR, inventory.OTHER,
+                                                                          inventory.MORE)]
         pairs += [(name, value) for name, value in (loss.items() if isinstance(loss, dict) else [("loss", loss)])
                   if isinstance(value, nn.Module)]
         if optimizer is not None:
@@ -267,17 +270,21 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
     if isinstance(model, nn.modules.loss._Loss):  # a loss passed as the model holds no model device
         losses.insert(0, ("loss", model))
         model = None
-    params, buffers, plain, unregistered = _model_tensors(model, report)
+    walker = inventory.Inventory(max_items=_MAX_ITEMS)   # the model's, then the optimizer's (named after it)
+    params, buffers, plain, unregistered = _model_tensors(model, report, walker)
     flat_inputs = []
     movers: list[str] = []    # containers among the inputs with a `.to` of their own (a BatchEncoding)
-    for name, value in _flatten(inputs, "input" if isinstance(inputs, torch.Tensor) else None, 0, movers):
-        if isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
+    for found in _inputs(inputs):
+        name, value = found.name, found.value
+        if found.role == inventory.BATCH:
+            movers.append(name)
+        elif isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
             losses.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
-        else:
-            flat_inputs.append((name, value))
+        elif found.role != inventory.GRADIENT:
+            flat_inputs.append((name, value, found.role))
 
     packs = _packs_sequences(model)
-    voters = [(n, v) for n, v in flat_inputs if not (_cpu_only(n, v) or _lengths_like(n, v))]
+    voters = [(n, v) for n, v, _ in flat_inputs if not (_cpu_only(n, v) or _lengths_like(n, v))]
     scatter = _data_parallel_device(model)
     if scatter is not None:
         target, reason = scatter, "nn.DataParallel's device_ids[0], where it checks the model is"
@@ -314,8 +321,10 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
             status = status_of(t)
             note = f"held by '{name}': move it with `{name}.to(...)`" if status == MISMATCH else ""
             report.entries.append(_entry(kind[0] if kind else "loss", f"{name}.{tname}", t, status, note))
-    for name, value in flat_inputs:
-        if _cpu_only(name, value):
+    for name, value, role in flat_inputs:
+        if role == inventory.MORE:
+            report.entries.append(Entry("input", name, "", "", "str", NOTE, f"{value} more items not shown"))
+        elif _cpu_only(name, value):
             report.entries.append(_cpu_only_entry(name, value))
         elif _lengths_like(name, value):
             report.entries.append(_lengths_entry(name, value, target, packs))
@@ -333,11 +342,13 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
             report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
                                         _non_tensor_note(value)))
     if optimizer is not None:
-        _optimizer_entries(report, optimizer, model, params)
+        _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
     report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
 
 
-def _model_tensors(model: Any, report: DeviceReport):
+def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory):
+    """The model's (name, tensor) parameters, buffers and plain attributes, and its (name, type name)
+    modules in plain lists or dicts; what stops the inspection is said in ``report.problems``."""
     params: list[tuple[str, torch.Tensor]] = []
     buffers: list[tuple[str, torch.Tensor]] = []
     plain: list[tuple[str, torch.Tensor]] = []
@@ -349,74 +360,34 @@ def _model_tensors(model: Any, report: DeviceReport):
         report.problems.append(f"`model` is a {type(model).__name__}, not an nn.Module{hint}; "
                                "pass your model, or None to check only the inputs.")
         return params, buffers, plain, unregistered
-    if "_parameters" not in vars(model) or "_modules" not in vars(model):
+    if not inventory.initialised(model):
         report.problems.append(f"{type(model).__name__} was never initialised as a module: its "
                                "__init__ must call super().__init__() first.")
-        plain.extend((k, v) for k, v in vars(model).items() if isinstance(v, torch.Tensor))
-        return params, buffers, plain, unregistered
     try:
-        params = [(n, p) for n, p in model.named_parameters() if isinstance(p, torch.Tensor)]
-        buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
-        modules = list(model.named_modules())
+        found = list(walker.walk(model))
     except Exception as e:
         report.problems.append(f"could not list the model's tensors ({type(e).__name__}: "
                                f"{safe_repr(str(e), 120)}); is every submodule initialised with super().__init__()?")
         return params, buffers, plain, unregistered
-    for prefix, module in modules:
-        try:
-            attributes = list(vars(module).items())
-        except TypeError:
-            continue
-        for key, value in attributes:
-            name = f"{prefix}.{key}" if prefix else key
-            if isinstance(value, torch.Tensor):
-                plain.append((name, value))
-            elif isinstance(value, (list, tuple, dict)) and not key.startswith("_"):  # "_..." dicts: nn internals
-                items = value.items() if isinstance(value, dict) else enumerate(value)
-                for i, (k, item) in enumerate(items):
-                    if i >= _MAX_ITEMS:
-                        break
-                    sub = f"{name}[{safe_repr(k, 40)}]"
-                    if isinstance(item, torch.Tensor):
-                        plain.append((sub, item))
-                    elif isinstance(item, nn.Module):
-                        unregistered.append((sub, type(item).__name__))
+    lists = {inventory.PARAMETER: params, inventory.BUFFER: buffers, inventory.PLAIN: plain}
+    for f in found:
+        if f.role in lists:
+            lists[f.role].append((f.name, f.value))
+        elif f.role == inventory.UNREGISTERED:
+            unregistered.append((f.name, type(f.value).__name__))
     return params, buffers, plain, unregistered
 
 
-def _flatten(value: Any, name: Optional[str], depth: int,
-             movers: Optional[list] = None) -> Iterator[tuple[str, Any]]:
-    """(name, leaf) pairs of an input structure; containers are followed ``_MAX_DEPTH`` levels.
-
-    Mappings of any kind are followed (a dict, or a Hugging Face ``BatchEncoding``, which is a
-    ``UserDict``); the name of each one that has a ``.to`` method of its own is added to ``movers``.
-    """
-    if value is None and name is None:
-        return
-    if isinstance(value, torch.Tensor) or depth > _MAX_DEPTH:
-        yield (name or "input", value)
-        return
-    if isinstance(value, Mapping):
-        if movers is not None and _has_to(value):
-            movers.append(name or "inputs")
-        for i, (k, v) in enumerate(value.items()):
-            if i >= _MAX_ITEMS:
-                yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
-                return
-            if name is None:  # a top-level key names a variable, e.g. "x"
-                sub = k if isinstance(k, str) and k.isidentifier() else f"inputs[{safe_repr(k, 40)}]"
-            else:
-                sub = f"{name}[{safe_repr(k, 40)}]"
-            yield from _flatten(v, sub, depth + 1, movers)
-        return
-    if isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            if i >= _MAX_ITEMS:
-                yield (f"{name or 'inputs'}[...]", f"{len(value) - i} more items not shown")
-                return
-            yield from _flatten(v, f"{name or 'inputs'}[{i}]", depth + 1, movers)
-        return
-    yield (name or "input", value)
+def _inputs(inputs: Any) -> list[Found]:
+    """What the inputs hold, named as code: a top-level key that is a Python name names a variable
+    (``x``); other items are ``inputs[...]``, a lone tensor ``input``. Containers are followed
+    ``_MAX_DEPTH`` levels, mappings of any kind included (a Hugging Face ``BatchEncoding``)."""
+    if inputs is None:
+        return []
+    walker = inventory.Inventory(max_depth=_MAX_DEPTH, max_items=_MAX_ITEMS)
+    if isinstance(inputs, (Mapping, list, tuple)):
+        return list(walker.leaves(inputs, "inputs", named_keys=True))
+    return list(walker.leaves(inputs, "input"))
 
 
 def _choose_target(device: Any, model_tensors: list, inputs: list, report: DeviceReport):
@@ -474,8 +445,6 @@ def _entry(kind: str, name: str, t: torch.Tensor, status: str, note: str) -> Ent
 def _non_tensor_note(value: Any) -> str:
     if isinstance(value, (bool, int, float, complex)):
         return "a Python number: works with tensors on any device"
-    if isinstance(value, str) and value.endswith("more items not shown"):
-        return value
     if type(value).__module__ == "numpy":
         return "a NumPy array lives on the CPU: torch.from_numpy(a).to(device)"
     return "not a tensor: skipped"
@@ -492,7 +461,8 @@ def _cpu_only(name: str, value: Any) -> bool:
 
 
 def _lengths_like(name: str, value: Any) -> bool:
-    """An integer tensor of at most one dimension named like lengths: ``lengths``, ``src_len``, ``x_len``, ``seqlen``."""
+    """An integer tensor of at most one dimension named like lengths: ``lengths``, ``src_len``, ``x_len``,
+    ``seqlen``."""
     if not isinstance(value, torch.Tensor) or value.dim() > 1:
         return False
     if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
@@ -548,11 +518,6 @@ def _safe_device(device: Any) -> Optional[torch.device]:
         return None
 
 
-def _has_to(value: Any) -> bool:
-    """A container with a ``.to`` of its own (looked up on its type: never runs the object's code)."""
-    return callable(getattr(type(value), "to", None)) and not isinstance(value, (torch.Tensor, nn.Module))
-
-
 def _cpu_only_entry(name: str, value: Any) -> Entry:
     """A generator, or a DataLoader's: the one a DataLoader draws its shuffle order with belongs on the CPU."""
     loader = isinstance(value, DataLoader)
@@ -582,48 +547,36 @@ def _loss_modules(loss: Any) -> list:
 def _module_tensors(module: nn.Module) -> list:
     """A loss module's parameters and buffers (``weight``, ``pos_weight``...) and plain tensor attributes."""
     try:
-        found = dict(module.named_parameters())
-        found.update(module.named_buffers())
-        for key, value in vars(module).items():
-            if isinstance(value, torch.Tensor) and not key.startswith("_"):
-                found.setdefault(key, value)
-        return [(n, t) for n, t in found.items() if isinstance(t, torch.Tensor)][:_MAX_ITEMS]
+        roles = (inventory.PARAMETER, inventory.BUFFER, inventory.PLAIN)
+        found = (f for f in inventory.walk(module, max_items=_MAX_ITEMS) if f.role in roles)
+        return [(f.name, f.value) for f in islice(found, _MAX_ITEMS)]
     except Exception:
         return []
 
 
-def _optimizer_entries(report: DeviceReport, optimizer: Any, model: Any, params: list) -> None:
+def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.Inventory, has_model: bool) -> None:
+    """Each state tensor next to its parameter, or not; parameters the model no longer has (``has_model``)."""
     try:
-        groups = list(optimizer.param_groups)
-        state = optimizer.state
+        found = list(walker.optimizer(optimizer))
     except Exception:
         report.problems.append(f"`optimizer` is a {type(optimizer).__name__}, not a torch.optim.Optimizer.")
         return
-    names = {id(p): n for n, p in params}
-    count = 0
-    for group in groups:
-        for p in group.get("params", []) if isinstance(group, dict) else []:
-            count += 1
-            pname = names.get(id(p), f"optimizer param #{count - 1}")
-            if not isinstance(p, torch.Tensor):
-                continue
-            if model is not None and params and id(p) not in names:
-                report.entries.append(Entry(
-                    "optimizer state", pname, _device_text(p.device), str(tuple(p.shape)),
-                    str(p.dtype).replace("torch.", ""), WARNING,
-                    "not one of the model's parameters: the model no longer uses what this optimizer updates"))
-            for key, value in (state.get(p, {}) or {}).items():
-                if not isinstance(value, torch.Tensor):
-                    continue
-                name = f"{pname} ({key})"
-                if value.device == p.device:
-                    report.entries.append(_entry("optimizer state", name, value, OK, ""))
-                elif value.dim() == 0 and value.device.type == "cpu":
-                    report.entries.append(_entry("optimizer state", name, value, NOTE,
-                                                 "0-dim CPU tensor: allowed"))
-                else:
-                    report.entries.append(_entry("optimizer state", name, value, MISMATCH,
-                                                 f"its parameter is on {_device_text(p.device)}"))
+    p, pname = None, ""
+    for f in found:   # each parameter, then its state
+        if f.role == inventory.OPTIMIZED:
+            p, pname = f.value, f.owner or f"optimizer param #{f.key}"
+            if has_model and not f.owner:
+                report.entries.append(_entry("optimizer state", pname, p, WARNING, "not one of the model's "
+                                             "parameters: the model no longer uses what this optimizer updates"))
+            continue
+        name, value = f"{pname} ({f.key})", f.value
+        if value.device == p.device:
+            report.entries.append(_entry("optimizer state", name, value, OK, ""))
+        elif value.dim() == 0 and value.device.type == "cpu":
+            report.entries.append(_entry("optimizer state", name, value, NOTE, "0-dim CPU tensor: allowed"))
+        else:
+            report.entries.append(_entry("optimizer state", name, value, MISMATCH,
+                                         f"its parameter is on {_device_text(p.device)}"))
 
 
 def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device],
@@ -699,11 +652,6 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
 def _inside(name: str, container: str) -> bool:
     """Whether the input ``name`` was found inside the container called ``container`` (``"inputs"``: the top level)."""
     return container == "inputs" or name.startswith(container + "[")
-
-
-def _code_html(text: str) -> str:
-    from .quizzes import code_html
-    return code_html(text)
 
 
 # --- reproducing a GPU checkpoint on any machine -------------------------------------------------

@@ -42,9 +42,9 @@ def render() -> str:
         "# Error index",
         "",
         "The device errors learners meet most, and the few errors the course teaches beside them: what causes "
-        "them, how to fix them, and where the course teaches them. In a notebook, `cu.explain_error(error)` gives the same explanation for an error "
-        "you paste (or `%load_ext course_utils` shows it under every failing cell); in a terminal, "
-        "`python -m course_utils explain \"MESSAGE\"`.",
+        "them, how to fix them, and where the course teaches them. In a notebook, `cu.explain_error(error)` gives "
+        "the same explanation for an error you paste (or `%load_ext course_utils` shows it under every failing "
+        "cell); in a terminal, `python -m course_utils explain \"MESSAGE\"`.",
         "",
         "Messages are quoted exactly as PyTorch prints them; sizes, device indices, operator names and commit hashes "
         "vary. After each message, in italics: the PyTorch versions (and builds or devices) that print it, as far as "
@@ -63,7 +63,8 @@ def render() -> str:
     lines += ["", "## Where each message was checked", ""]
     for fam in FAMILIES:
         lines.append(f"- **{_cell(fam.title)}**: " + "; ".join(
-            f"{_message(w.text[:60] + ('…' if len(w.text) > 60 else ''))} ({_cell(w.source)})" for w in fam.wordings))
+            f"{_message(w.text[:60] + ('…' if len(w.text) > 60 else ''))} ({_cell(w.source)})"
+            for w in fam.wordings))
     return "\n".join(lines) + "\n"
 
 

@@ -155,3 +155,40 @@ def test_no_module_uses_another_modules_private_names():
                     and isinstance(node.value, ast.Name) and aliases.get(node.value.id, module) != module):
                 found.append(f"{module}: {node.value.id}.{node.attr}")
     assert found == [], found
+
+
+#: The floors, bottom up (docs/architecture.md): a module imports only modules on its own floor or below.
+FLOORS = [
+    ["text", "files", "device", "standin", "inventory", "results", "errors",
+     "devicemap", "devicemap.blocks", "devicemap.render", "devicemap.model"],   # looking at devices, plain data
+    ["grading", "timing", "extension"],
+    ["exercises", "quizzes", "runtime", "transfer"],
+    ["lessons", "mismatch", "notebook"],
+    ["store"],
+    ["learner", "widgets"],
+    ["classroom"],
+    ["__main__", ""],                                                          # the command line, the package
+]
+#: The one import upward: the grader's worker gives answer cells the package as learners import it (`cu`).
+UPWARD = {("course_utils.classroom.worker", "course_utils")}
+
+
+def floor_of(module: str) -> int:
+    name = module.removeprefix("course_utils").removeprefix(".")
+    for level, names in enumerate(FLOORS):
+        if any(name == n or (n and name.startswith(n + ".")) for n in names):
+            return level
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS and to docs/architecture.md")
+
+
+def test_every_module_has_a_floor_and_imports_only_downwards():
+    upward = [(m, t) for m in MODULES for t in GRAPH[m]
+              if floor_of(t) > floor_of(m) and (m, t) not in UPWARD]
+    assert upward == [], upward
+
+
+def test_the_architecture_page_names_every_module():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [m for m in MODULES if m != "course_utils" and f"`{m.removeprefix('course_utils.')}`" not in page
+               and not m.startswith(("course_utils.lessons.", "course_utils.classroom."))]
+    assert missing == [], missing

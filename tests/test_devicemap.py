@@ -195,3 +195,31 @@ def test_an_executed_notebook_keeps_its_maps_in_the_static_view(tmp_path):
     page, _ = HTMLExporter().from_notebook_node(nb)
     assert page.count("course-device-map") >= 1 and "<svg" in page
     assert 'data-device="meta"' in page and 'data-name="m"' in page and "2×3" in page
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(2)                       # a plain attribute: Module.to leaves it behind
+
+
+def test_what_a_submodule_holds_and_what_a_batch_encoding_holds_are_drawn():
+    from collections import UserDict
+
+    class Encoding(UserDict):                          # the shape of a Hugging Face BatchEncoding
+        def to(self, device):
+            return self
+    model = nn.Sequential(nn.Linear(2, 2), _Scaled()).to("meta")
+    m = cu.show_devices(model=model, enc=Encoding(ids=torch.ones(3, dtype=torch.long)))
+    assert m.find("model.1.scale").device == "cpu" and m.find("model.1.scale").group == "1"
+    assert m.find("enc['ids']").kind == "tensor" and m.skipped == []
+    report = cu.explain_devices(model, device="meta")
+    assert report.device_map.find("1.scale").status == ODD     # the report's odd one out is drawn too
+
+
+def test_a_tensor_made_by_an_operation_is_drawn_without_a_warning():
+    import warnings
+    y = torch.ones(2, requires_grad=True) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # PyTorch warns when .grad of a non-leaf is read
+        assert [b.names for b in cu.show_devices(y=y).blocks()] == [["y"]]

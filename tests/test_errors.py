@@ -575,3 +575,18 @@ def test_command_line(capsys, monkeypatch):
 
 def test_exported():
     assert cu.explain_error is explain_error and "explain_error" in cu.__all__
+
+
+def test_a_new_family_is_one_entry_its_tailor_fits_the_text_to_the_message(monkeypatch):
+    from dataclasses import replace
+
+    def tailor(reading: errors.Reading) -> errors.Reading:
+        return replace(reading, cause=f"{reading.groups['what']} is on {reading.a}. {reading.cause}")
+    new = errors.Family("demo", "A demo", (r"(?P<what>\w+) is stuck on (?P<a>\w+)",),
+                        (errors.Wording("x is stuck on cpu", "none", "this test"),), "It is stuck.", "Unstick it.",
+                        tailor=tailor)
+    monkeypatch.setattr(errors, "FAMILIES", errors.FAMILIES + (new,))
+    e = explain_error("RuntimeError: weight is stuck on CPU")
+    assert e.key == "demo" and e.cause == "weight is on cpu. It is stuck." and e.fix == "Unstick it."
+    assert e.devices == ("cpu",) and "demo" not in LESSONS
+

@@ -129,3 +129,19 @@ def test_batches_count_on_the_devices_of_their_tensors_and_history_is_skipped():
 def test_help_views_escape_names():
     help_ = ErrorHelp(explain_error("Tensor on device cpu is not on the expected device meta!"), {"cpu": ["<b>x</b>"]})
     assert "&lt;b&gt;x&lt;/b&gt;" in help_._repr_html_() and "cpu: <b>x</b>" in help_.text()
+
+
+def test_a_module_and_an_optimizer_count_on_every_device_their_tensors_use():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(2, 2)
+            self.scale = torch.ones(2)                  # a plain attribute: left on the CPU by Module.to
+    model = Scaled().to("meta")
+    layer = nn.Linear(2, 2)
+    opt = torch.optim.Adam(layer.parameters())
+    layer(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    layer.to("meta")                                    # the state stays on the CPU
+    namespace = {"model": model, "opt": opt, "nested": {"xs": [torch.ones(1, device="meta")]}}
+    assert variables_on(namespace, ("cpu", "meta")) == {"cpu": ["model", "opt"], "meta": ["model", "nested"]}

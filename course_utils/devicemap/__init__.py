@@ -10,8 +10,9 @@
     cu.show_devices(model, x, compare=before)  # what moved, was copied, or stayed behind
 
 One lane per memory (host memory, each accelerator, ``meta``), one block per storage: a tensor, a
-parameter, a buffer, a gradient or an optimizer state; views of one storage are one block. The model
-(:mod:`.model`) is kept apart from the drawing (:mod:`.render`): text in a terminal, HTML with inline
+parameter, a buffer, a gradient or an optimizer state; views of one storage are one block. What each
+object holds is read by :mod:`course_utils.inventory`; the model (:mod:`.model`, built of the pieces in
+:mod:`.blocks`) is kept apart from the drawing (:mod:`.render`): text in a terminal, HTML with inline
 SVG in a notebook.
 """
 from __future__ import annotations

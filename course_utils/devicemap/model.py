@@ -1,76 +1,25 @@
 """What lives where: the learner's tensors, parameters, buffers, gradients and optimizer state,
-collected into one lane per memory (host memory, each accelerator, ``meta``). No drawing here: the
-renderers in :mod:`course_utils.devicemap.render` read this model."""
+collected into one lane per memory (host memory, each accelerator, ``meta``). What an object holds is
+read by :mod:`course_utils.inventory`; the pieces of a map are :mod:`.blocks`', its drawing
+:mod:`.render`'s."""
 from __future__ import annotations
 
-import math
 import types
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import torch
 from torch import nn
 
+from .. import inventory
+from . import render
+from .blocks import COPIED, MOVED, NEW, ODD, STAYED, Block, Lane
+
+__all__ = ["Block", "Lane", "DeviceMap", "collect", "compare", "named_from_caller", "learner_namespace",
+           "MOVED", "COPIED", "STAYED", "NEW", "ODD"]
+
 _MAX_DEPTH = 4        # containers inside containers
 _MAX_ITEMS = 500      # blocks in one map (a big model's parameters beyond this are summed up)
-
-#: Block statuses set by :func:`compare` (and by the explainer's highlight).
-MOVED, COPIED, STAYED, NEW, ODD = "moved", "copied", "stayed behind", "new", "odd one out"
-
-
-@dataclass
-class Block:
-    """One storage in memory: a tensor, or several views of one storage drawn together.
-
-    Attributes:
-        names: every name that reaches this storage (``x``, ``x_view``), the first is the label.
-        kind: ``tensor``, ``parameter``, ``buffer``, ``gradient`` or ``optimizer state``.
-        device: where it lives (``"cpu"``, ``"cuda:0"``, ``"meta"``).
-        shape, dtype: of the first name's tensor.
-        nbytes: the bytes of the storage (views share it, so it is counted once).
-        pinned: page-locked host memory (fast, asynchronous copies to a GPU).
-        group: the submodule it belongs to (``"encoder"``), or ``""``.
-        status: ``""`` or one of :data:`MOVED`, :data:`COPIED`, :data:`STAYED`, :data:`NEW`, :data:`ODD`.
-        note: what the status means here (``"was on cpu"``, ``"copy of x"``).
-    """
-
-    names: list[str]
-    kind: str
-    device: str
-    shape: tuple
-    dtype: str
-    nbytes: int
-    pinned: bool = False
-    group: str = ""
-    status: str = ""
-    note: str = ""
-    key: Any = None       # the storage's identity, for sharing and comparing
-
-    @property
-    def name(self) -> str:
-        """The label: the first name."""
-        return self.names[0]
-
-
-@dataclass
-class Lane:
-    """One memory and what is in it."""
-
-    device: str
-    blocks: list[Block] = field(default_factory=list)
-    free: Optional[int] = None    # bytes, when the device reports it
-    total: Optional[int] = None
-
-    @property
-    def used(self) -> int:
-        """Bytes held by the blocks drawn here."""
-        return sum(b.nbytes for b in self.blocks)
-
-    @property
-    def title(self) -> str:
-        """``"cpu (host memory)"``, ``"cuda:0"``, ``"meta (no memory: shapes only)"``."""
-        kind = self.device.split(":")[0]
-        return {"cpu": "cpu (host memory)", "meta": "meta (no data: shapes only)"}.get(kind, self.device)
 
 
 @dataclass
@@ -89,31 +38,32 @@ class DeviceMap:
         return next((b for b in self.blocks() if name in b.names), None)
 
     def __str__(self) -> str:
-        from .render import text
-        return text(self)
+        return render.text(self)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        from .render import html
-        return html(self)
+        return render.html(self)
 
 
 # --- collecting ----------------------------------------------------------------------------------
 
 def collect(named: list[tuple[str, Any]]) -> DeviceMap:
     """Build the map of ``(name, object)`` pairs: tensors, modules (by submodule), optimizers, and
-    dicts, lists and tuples of them. Anything else is listed in :attr:`DeviceMap.skipped`."""
+    containers of them, as :mod:`course_utils.inventory` walks them. Anything else is listed in
+    :attr:`DeviceMap.skipped`."""
     found: dict[Any, Block] = {}
     skipped: list[str] = []
-    params: dict[int, str] = {}
-    seen: set[int] = set()
+    walker = inventory.Inventory(max_depth=_MAX_DEPTH, max_items=_MAX_ITEMS)
     for name, obj in named:
         try:
             got = False
-            for item in _walk(name, obj, 0, seen, params):
+            for item in walker.walk(obj, name):
+                kind = _kind(item)
+                if kind is None:
+                    continue
                 got = True
-                _add(found, *item)
+                _add(found, item.name, item.value, kind, item.owner)
                 if len(found) >= _MAX_ITEMS:
                     break
             if not got:
@@ -123,43 +73,17 @@ def collect(named: list[tuple[str, Any]]) -> DeviceMap:
     return DeviceMap(_lanes(found.values()), skipped)
 
 
-def _walk(name: str, obj: Any, depth: int, seen: set[int], params: dict[int, str]) -> Iterator[tuple]:
-    """(name, tensor, kind, group) for every tensor reachable from ``obj``."""
-    if isinstance(obj, torch.Tensor):
-        yield name, obj, "parameter" if isinstance(obj, nn.Parameter) else "tensor", ""
-        if obj.grad is not None:
-            yield f"{name}.grad", obj.grad, "gradient", ""
-        return
-    if id(obj) in seen or depth > _MAX_DEPTH:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, nn.Module):
-        prefix = f"{name}." if name else ""
-        for pname, p in obj.named_parameters():
-            params[id(p)] = prefix + pname
-            group = pname.rpartition(".")[0]
-            yield prefix + pname, p, "parameter", group
-            if p.grad is not None:
-                yield f"{prefix}{pname}.grad", p.grad, "gradient", group
-        for bname, b in obj.named_buffers():
-            yield prefix + bname, b, "buffer", bname.rpartition(".")[0]
-        for attr, value in list(vars(obj).items()):   # plain tensor attributes: Module.to skips them
-            if isinstance(value, torch.Tensor) and not attr.startswith("_"):
-                yield prefix + attr, value, "tensor", ""
-        return
-    if isinstance(obj, torch.optim.Optimizer):
-        for i, p in enumerate(p for g in obj.param_groups for p in g.get("params", [])):
-            for key, value in dict(obj.state.get(p, {})).items():
-                if isinstance(value, torch.Tensor):   # named by position: stable when parameters move
-                    yield f"{name}.state[{i}].{key}", value, "optimizer state", params.get(id(p), "")
-        return
-    if isinstance(obj, dict):
-        items = list(obj.items())[:_MAX_ITEMS]
-        for key, value in items:
-            yield from _walk(f"{name}[{key!r}]", value, depth + 1, seen, params)
-    elif isinstance(obj, (list, tuple)):
-        for i, value in enumerate(obj[:_MAX_ITEMS]):
-            yield from _walk(f"{name}[{i}]", value, depth + 1, seen, params)
+#: What a block is, for each role of :mod:`course_utils.inventory` the map draws (an optimizer's
+#: parameters are not drawn again: they are the model's).
+_KIND = {inventory.PARAMETER: "parameter", inventory.BUFFER: "buffer", inventory.GRADIENT: "gradient",
+         inventory.STATE: "optimizer state", inventory.TENSOR: "tensor", inventory.PLAIN: "tensor"}
+
+
+def _kind(found: inventory.Found) -> Optional[str]:
+    """The block's kind for what the inventory found, or ``None`` when the map does not draw it."""
+    if found.role == inventory.TENSOR and isinstance(found.value, nn.Parameter):
+        return "parameter"   # a parameter passed on its own
+    return _KIND.get(found.role)
 
 
 def _storage_key(t: torch.Tensor) -> Any:
@@ -250,7 +174,8 @@ def compare(before: DeviceMap, after: DeviceMap) -> None:
                      and b.shape == block.shape and b.dtype == block.dtype and b.name in old]
             # the likeliest original: a variable of its own before a module's or a container's tensor
             twin = min(twins, key=lambda b: ("." in b.name or "[" in b.name), default=None)
-            block.status, block.note = (COPIED, f"copy of {twin.name} ({twin.device})") if twin else (NEW, "not there before")
+            block.status, block.note = ((COPIED, f"copy of {twin.name} ({twin.device})") if twin
+                                        else (NEW, "not there before"))
             if twin:
                 left.add(twin.device)
     for block in after.blocks():
@@ -283,11 +208,3 @@ def learner_namespace(namespace: dict) -> list[tuple[str, Any]]:
 
     return [(k, v) for k, v in list(namespace.items())
             if not k.startswith("_") and not isinstance(v, (types.ModuleType, type)) and worth(v)]
-
-
-def human_bytes(n: int) -> str:
-    """``4 B``, ``1.5 KiB``, ``4.0 GiB``."""
-    if n < 1024:
-        return f"{n} B"
-    exp = min(int(math.log(n, 1024)), 5)
-    return f"{n / 1024 ** exp:.1f} {'KMGTP'[exp - 1]}iB"

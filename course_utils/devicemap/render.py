@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import html as _html
 import math
+from typing import Protocol
 
-from .model import COPIED, MOVED, NEW, ODD, STAYED, Block, DeviceMap, Lane, human_bytes
+from .blocks import COPIED, MOVED, NEW, ODD, STAYED, Block, Lane
+
+
+class MapLike(Protocol):
+    """What the renderers draw: a :class:`~course_utils.devicemap.model.DeviceMap`, known here by its shape
+    (the model imports this module for its views; importing the model back would be a cycle)."""
+
+    lanes: list[Lane]
+    skipped: list[str]
 
 #: Layout, in pixels. A block is a card: a label area of fixed width, then a bar whose length grows
 #: with the bytes on a log scale (4 B and 4 GiB both readable), so a bigger storage is a wider card.
@@ -21,8 +30,17 @@ _NAME_CHARS, _CHARS = 26, 32         # characters that fit in LABEL_WIDTH: the b
 
 _KIND_COLOUR = {"parameter": "#4c78a8", "buffer": "#72b7b2", "gradient": "#f58518",
                 "optimizer state": "#b279a2", "tensor": "#54a24b"}
-_STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new", ODD: "✘ odd one out"}
+_STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new",
+                ODD: "✘ odd one out"}
 _STATUS_COLOUR = {MOVED: "#2a7a2a", COPIED: "#8a6d00", STAYED: "#c0392b", NEW: "#2a6aa8", ODD: "#c0392b"}
+
+
+def human_bytes(n: int) -> str:
+    """``4 B``, ``1.5 KiB``, ``4.0 GiB``."""
+    if n < 1024:
+        return f"{n} B"
+    exp = min(int(math.log(n, 1024)), 5)
+    return f"{n / 1024 ** exp:.1f} {'KMGTP'[exp - 1]}iB"
 
 
 def bar_width(nbytes: int) -> float:
@@ -38,7 +56,8 @@ def block_width(block: Block) -> float:
 
 def label_lines(block: Block) -> list[str]:
     """The lines written in a block: its name(s); shape and dtype; size and kind; its status, if any."""
-    name = block.name + (f" (+{len(block.names) - 1} view{'s' * (len(block.names) > 2)})" if len(block.names) > 1 else "")
+    views = len(block.names) - 1
+    name = block.name + (f" (+{views} view{'s' * (views > 1)})" if views else "")
     shape = "×".join(str(s) for s in block.shape) or "scalar"
     size = f"{human_bytes(block.nbytes)} · {block.kind}" + (" · pinned" if block.pinned else "")
     status = f"{_STATUS_MARK[block.status]}: {block.note}" if block.status else ""
@@ -63,7 +82,7 @@ def layout(lane: Lane) -> list[tuple[Block, float, float]]:
 
 # --- text --------------------------------------------------------------------------------------------
 
-def text(device_map: DeviceMap) -> str:
+def text(device_map: MapLike) -> str:
     """The map as text: a section per lane, a line per block."""
     if not device_map.lanes:
         return "Device map: no tensors found" + _skipped_text(device_map)
@@ -85,7 +104,7 @@ def _memory_text(lane: Lane) -> str:
     return ""
 
 
-def _skipped_text(device_map: DeviceMap) -> str:
+def _skipped_text(device_map: MapLike) -> str:
     if not device_map.skipped:
         return ""
     return "\nNo tensors in: " + ", ".join(device_map.skipped[:12]) + (" …" if len(device_map.skipped) > 12 else "")
@@ -100,7 +119,7 @@ _BG2 = "var(--jp-layout-color2, #f3f3f3)"
 _LINE = "var(--jp-border-color1, #9e9e9e)"
 
 
-def html(device_map: DeviceMap) -> str:
+def html(device_map: MapLike) -> str:
     """The map as HTML with one inline SVG per lane."""
     esc = _html.escape
     parts = [f'<div class="course-device-map" style="font-family: var(--jp-ui-font-family, sans-serif); '
@@ -133,16 +152,17 @@ def _svg_block(block: Block, x: float, y: float) -> str:
     edge = _STATUS_COLOUR.get(block.status, colour)
     dash = ' stroke-dasharray="5 3"' if block.status in (STAYED, ODD) else ""
     first, second, third, fourth = label_lines(block)
-    title = f"{', '.join(block.names)}: {block.kind}, shape {tuple(block.shape)}, {block.dtype}, " \
-            f"{human_bytes(block.nbytes)} on {block.device}" + (f"; {block.status}: {block.note}" if block.status else "")
+    title = (f"{', '.join(block.names)}: {block.kind}, shape {tuple(block.shape)}, {block.dtype}, "
+             f"{human_bytes(block.nbytes)} on {block.device}"
+             + (f"; {block.status}: {block.note}" if block.status else ""))
     status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {edge}">' \
              f'{esc(fourth)}</text>' if fourth else ""
     return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
             f'data-status="{esc(block.status)}"><title>{esc(title)}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{BLOCK_HEIGHT}" rx="4" '
             f'style="fill: {_BG}; stroke: {edge}; stroke-width: {2.5 if block.status else 1.2}"{dash}/>'
-            f'<rect x="{x + LABEL_WIDTH:.1f}" y="{y + 4:.1f}" width="{bar - 4:.1f}" height="{BLOCK_HEIGHT - 8}" rx="2" '
-            f'style="fill: {colour}; fill-opacity: 0.85"/>'
+            f'<rect x="{x + LABEL_WIDTH:.1f}" y="{y + 4:.1f}" width="{bar - 4:.1f}" height="{BLOCK_HEIGHT - 8}" '
+            f'rx="2" style="fill: {colour}; fill-opacity: 0.85"/>'
             f'<text x="{x + 6:.1f}" y="{y + 15:.1f}" font-size="11" font-weight="bold" '
             f'style="fill: {_FG}">{esc(first)}</text>'
             f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" font-size="9.5" style="fill: {_FG2}">{esc(second)}</text>'
