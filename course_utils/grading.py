@@ -59,6 +59,12 @@ def describe(t: torch.Tensor) -> str:
     return f"{dtype} tensor of shape {tuple(t.shape)} on {t.device}"
 
 
+def a_tensor(t: torch.Tensor) -> str:
+    """:func:`describe` with its article: ``a float32 tensor ...``, ``an int64 tensor ...``."""
+    text = describe(t)
+    return ("an " if text.startswith("int") else "a ") + text
+
+
 class ModesKept:
     """``with ModesKept() as kept:``: after the block, PyTorch's torch function and dispatch modes (and
     the default device, which is one) are those active before it, whatever code in the block entered
@@ -98,11 +104,13 @@ class ModesKept:
 def _modes() -> tuple[tuple, ...]:
     """What decides which modes see a torch call in this thread: the torch function modes and the
     dispatch modes (in the order they go back on), and what ``torch.set_default_device`` records of
-    its own mode (each as a tuple, empty when not set)."""
+    its own mode (each as a tuple, empty when not set: PyTorch 2.7 leaves ``None`` after
+    ``set_default_device(None)``, on which its own ``get_default_device()`` fails, so ``None`` counts as unset)."""
     holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    context = getattr(holder, "device_context", None)
     return (tuple(_get_function_stack_at(i) for i in range(_len_torch_function_stack())),
             tuple(_get_dispatch_stack_at(i) for i in range(_len_torch_dispatch_stack())),
-            (holder.device_context,) if hasattr(holder, "device_context") else (),
+            (context,) if context is not None else (),
             (_device_module.CURRENT_DEVICE,))
 
 

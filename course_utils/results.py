@@ -4,14 +4,14 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from .text import card
+from .text import card, code_html
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
 
 _STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
     PASSED: ("#2e9d4f", "✔"),
     FAILED: ("#d9480f", "✘"),
-    NOT_ATTEMPTED: ("#868e96", "…"),
+    NOT_ATTEMPTED: ("#868e96", "○"),
 }
 
 
@@ -63,7 +63,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         colour, icon = _STYLE[self.status]
-        feedback = html.escape(self.feedback).replace("\n", "<br>")
+        feedback = code_html(self.feedback)   # `inline code` shown as code, as quizzes show it
         printed = (f"<div style='opacity:.75;margin-top:4px'>Your code printed: "
                    f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
         heading = (f"<b style='color:{colour}'>{icon} {html.escape(self.exercise_id)} {html.escape(self.title)}: "

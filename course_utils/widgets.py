@@ -85,8 +85,9 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
     checks = {"count": 1}
 
     def status_html(res: Result) -> str:
+        times = "once" if checks["count"] == 1 else f"{checks['count']} times"
         return (res._repr_html_() + f"<small class='course-check-count' style='opacity:.6'>"
-                f"check #{checks['count']}</small>")
+                f"Checked {times} (each Check runs your answer cell's current code)</small>")
 
     status = w.HTML(value=status_html(result))
     check_button = w.Button(description="Check", button_style="primary", icon="check")

@@ -24,7 +24,7 @@ from ..files import atomic_open, write_text_atomic
 from .grader import SubmissionGrade, grade_notebook
 from .reports import gradescope_results
 from .runs import Limits
-from .submissions import answer_cells, lesson_exercises, lesson_of, read_notebook
+from .submissions import answer_cells, lesson_exercises, lesson_number, lesson_of, read_notebook
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ALL = "all"
@@ -135,7 +135,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     """``run_autograder``'s entry point: grade, write ``results/results.json``, return 0."""
     parser = argparse.ArgumentParser(prog="course_utils.classroom.autograder")
     parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
-    parser.add_argument("--lesson", required=True)
+    parser.add_argument("--lesson", required=True, type=lesson_number)
     args = parser.parse_args(argv)
     root = Path(args.root)
     try:
@@ -155,7 +155,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``autograder`` subcommand's arguments to ``parser``."""
-    parser.add_argument("--lesson", required=True, help="the lesson it grades (e.g. 03), or 'all' (the notebook's own)")
+    parser.add_argument("--lesson", required=True, type=lesson_number,
+                        help="the lesson it grades (e.g. 03 or 3), or 'all' (the notebook's own)")
     parser.add_argument("--out", help="the zip to write (default: autograder_<lesson>.zip)")
 
 
@@ -168,6 +169,10 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
               f"or {ALL}).", file=stderr)
         return 2
     out = Path(args.out or f"autograder_{args.lesson}.zip")
+    if out.suffix.lower() != ".zip":
+        print(f"--out {out}: the bundle is a zip archive, and Gradescope asks for one: give a name ending in .zip.",
+              file=stderr)
+        return 2
     if out.exists() and not out.is_dir() and not zipfile.is_zipfile(out):
         print(f"{out} exists and is not a zip archive: it would be overwritten. Nothing was written; choose "
               "another --out.", file=stderr)

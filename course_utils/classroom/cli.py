@@ -16,7 +16,7 @@ from ..files import is_within, same_file
 from .grader import SubmissionGrade, grade_all
 from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
 from .runs import Limits
-from .submissions import find_submissions, lesson_exercises
+from .submissions import find_submissions, lesson_exercises, lesson_number
 
 
 class _Progress:
@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-mb", type=int, default=d.memory_mb,
                         help="memory per submission in MB, all its processes together, on top of what PyTorch "
                              f"itself holds (default: {d.memory_mb})")
-    parser.add_argument("--lesson", help="grade every notebook as this lesson (e.g. 01), not the one detected")
+    parser.add_argument("--lesson", type=lesson_number,
+                        help="grade every notebook as this lesson (e.g. 01 or 1), not the one detected")
     parser.add_argument("--gradescope", metavar="DIR",
                         help="also write DIR/<submission path, percent-encoded>/results.json")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -205,6 +205,12 @@ def _cells_lesson(cells: Sequence[AnswerCell]) -> Optional[str]:
     return ranked[0][0]
 
 
+def lesson_number(text: str) -> str:
+    """A lesson as typed on the command line, written as the course writes it: ``1`` -> ``01``,
+    ``1,2`` -> ``01,02``; anything else (``all``) as it is."""
+    return ",".join(part.strip().zfill(2) if part.strip().isdigit() else part.strip() for part in text.split(","))
+
+
 def lesson_exercises(lesson: str) -> list[str]:
     """The registered exercise ids of ``lesson`` (``"01"``; ``"01,02"`` for several), in course order."""
     numbers = lesson.split(",")

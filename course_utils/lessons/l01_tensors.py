@@ -6,7 +6,7 @@ from typing import Callable
 import torch
 
 from ..exercises import grader
-from ..grading import (Wrong, call, describe, expect_int, expect_like, expect_tensor, safe_repr, same_values,
+from ..grading import (Wrong, a_tensor, call, expect_int, expect_like, expect_tensor, safe_repr, same_values,
                        sample_tensors)
 from ..quizzes import add_quiz
 
@@ -67,9 +67,9 @@ def _grade_nbytes(fn: Callable) -> str:
     cases = list(sample_tensors(seed=1)) + [base[::3], base.view(4, 6)[:, :2]]  # views, too
     for t in cases:
         want = nbytes(t)
-        got = expect_int(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}", want=want)
+        got = expect_int(call(fn, t, context=f"{a_tensor(t)}"), f"For {a_tensor(t)}", want=want)
         if got != want:
-            raise Wrong(f"For a {describe(t)} the answer is {want} bytes, you returned {got}. "
+            raise Wrong(f"For {a_tensor(t)} the answer is {want} bytes, you returned {got}. "
                         + _nbytes_diagnosis(t, got))
     return f"Right on {len(cases)} tensors: every shape (even 0-d and empty), dtype, device and view."
 
@@ -105,19 +105,19 @@ def _grade_blank_like(fn: Callable) -> str:
     cases = list(sample_tensors(seed=2)) + [special, special.to("meta")]
     for t in cases:
         before = t.clone()
-        got = expect_tensor(call(fn, t, context=f"a {describe(t)}"), f"For a {describe(t)}, your result")
+        got = expect_tensor(call(fn, t, context=f"{a_tensor(t)}"), f"For {a_tensor(t)}, your result")
         if got is t:
             raise Wrong("You returned the input tensor itself. Return a new tensor of zeros.")
         if not same_values(t, before):
             raise Wrong("Your function changed its input (an in-place op such as `zero_()`?). "
                         "Leave `t` alone and return a new tensor.")
-        expect_like(got, t, f"For a {describe(t)}",
+        expect_like(got, t, f"For {a_tensor(t)}",
                     device=f"The input was on `{t.device}` but your zeros are on `{got.device}`. "
                            "`torch.zeros(shape, dtype=...)` uses the default device; make the zeros on "
                            "`t`'s device (e.g. `torch.zeros_like(t)`).",
                     dtype="Pass the dtype along too, or use a `*_like` function.")
         if got.device.type != "meta" and got.numel() and bool((got != 0).any()):
-            raise Wrong(f"For a {describe(t)} your result is not all zeros "
+            raise Wrong(f"For {a_tensor(t)} your result is not all zeros "
                         f"(it contains {safe_repr(got.flatten()[(got != 0).flatten()][:3].tolist())}). "
                         "Note that `t * 0` is NaN where `t` is inf or NaN.")
     return f"Right on {len(cases)} tensors, on {', '.join(sorted({c.device.type for c in cases}))}."

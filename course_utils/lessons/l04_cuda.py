@@ -13,8 +13,9 @@ import torch
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Wrong, call, describe,
-                       expect_like, expect_tensor, random_tensor, safe_repr, same_values, sample_tensors)
+from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Wrong, a_tensor,
+                       call, describe, expect_like, expect_tensor, random_tensor, safe_repr, same_values,
+                       sample_tensors)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def _grade_to_accelerator(fn: Callable) -> str:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
             try:
-                got = call(fn, t, context=f"a {describe(t)} (simulated accelerator: {fake})")
+                got = call(fn, t, context=f"{a_tensor(t)} (simulated accelerator: {fake})")
             except Crashed as e:
                 if _asks_for_cuda(e.error):
                     raise Wrong(
@@ -166,7 +167,7 @@ def _grade_to_accelerator(fn: Callable) -> str:
                         "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
                         "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn)) from None
                 raise
-            got = expect_tensor(got, f"For a {describe(t)}, your result")
+            got = expect_tensor(got, f"For {a_tensor(t)}, your result")
             if got.device.type == "cpu":
                 raise Wrong(
                     f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
@@ -204,8 +205,8 @@ def _grade_to_accelerator(fn: Callable) -> str:
                         want = to_accelerator(t)
                     except Exception:  # a dtype this accelerator does not support (float64 on MPS)
                         continue
-                    got = expect_tensor(call(fn, t, context=f"a {describe(t)} (current device: {want.device})"),
-                                        f"For a {describe(t)}, your result")
+                    got = expect_tensor(call(fn, t, context=f"{a_tensor(t)} (current device: {want.device})"),
+                                        f"For {a_tensor(t)}, your result")
                     if got.device != want.device:
                         if got.device.type == want.device.type:
                             raise Wrong(
@@ -216,7 +217,7 @@ def _grade_to_accelerator(fn: Callable) -> str:
                                     f"tensor on `{got.device}`.")
                     _same_meta(t, got)
                     if got.device.type != "meta" and not same_values(got.cpu(), t):
-                        raise Wrong(f"For a {describe(t)} your result holds different values: moving must "
+                        raise Wrong(f"For {a_tensor(t)} your result holds different values: moving must "
                                     "not change them.")
         checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
     return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
@@ -228,7 +229,7 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
     with machine.simulate(fn):
         for t in cases:
             try:
-                got = call(fn, t, context=f"a {describe(t)} with no accelerator ({machine.name})")
+                got = call(fn, t, context=f"{a_tensor(t)} with no accelerator ({machine.name})")
             except Crashed as e:
                 if _asks_for_cuda(e.error):
                     why = (" There `torch.accelerator.current_accelerator()` still names `cuda`: it names the "
@@ -247,9 +248,9 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
                 raise
             if got is t:
                 continue
-            got = expect_tensor(got, f"With no accelerator, for a {describe(t)}, your result")
+            got = expect_tensor(got, f"With no accelerator, for {a_tensor(t)}, your result")
             if got.device != t.device:
-                raise Wrong(f"With no accelerator, your function moved a {describe(t)} to `{got.device}`. "
+                raise Wrong(f"With no accelerator, your function moved {a_tensor(t)} to `{got.device}`. "
                             "When `torch.accelerator.is_available()` is False, return `t` itself.")
             raise Wrong(
                 f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
@@ -259,7 +260,7 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
 
 
 def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
-    expect_like(got, t, f"For a {describe(t)}", shape="Moving must not change it.",
+    expect_like(got, t, f"For {a_tensor(t)}", shape="Moving must not change it.",
                 dtype="Moving must not change the dtype: pass only the device to `.to`.")
 
 
@@ -321,29 +322,29 @@ def _grade_mask_future(fn: Callable) -> str:
 def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
     before = t.clone()
     try:
-        got = call(fn, t, context=f"scores that are a {describe(t)}")
+        got = call(fn, t, context=f"scores that are {a_tensor(t)}")
     except Crashed as e:
         text = _error_text(e.error)
         if "expected device" in text or "same device" in text or "expected on" in text:
             raise Wrong(
-                f"For scores that are a {describe(t)}, your mask and the scores ended up on different "
+                f"For scores that are {a_tensor(t)}, your mask and the scores ended up on different "
                 f"devices: {safe_repr(text, 160)}. `torch.ones(n, n)` alone is made on the default device "
                 "(the CPU), `.cuda()` picks the current GPU, and moving to 'the accelerator' is wrong too "
                 "when the scores are elsewhere: make the mask with `device=scores.device`.") from None
         if _asks_for_cuda(e.error):
             raise Wrong(
-                f"For scores that are a {describe(t)}, your function still asks for CUDA (`.cuda()` or "
+                f"For scores that are {a_tensor(t)}, your function still asks for CUDA (`.cuda()` or "
                 f"`'cuda'`) and fails: {safe_repr(text, 160)}. Make the mask with `device=scores.device` "
                 "and leave `scores` where it is.") from None
         raise
-    got = expect_tensor(got, f"For scores that are a {describe(t)}, your result")
+    got = expect_tensor(got, f"For scores that are {a_tensor(t)}, your result")
     if not same_values(t, before):
         raise Wrong("Your function changed `scores` in place (`masked_fill_`?). Return a new tensor and "
                     "leave the input alone.")
     if got is t:
         raise Wrong("Your function returned `scores` itself (`masked_fill_`, with the underscore, changes its "
                     "input in place). Return a new, masked tensor: `masked_fill`.")
-    expect_like(got, t, f"For scores that are a {describe(t)}",
+    expect_like(got, t, f"For scores that are {a_tensor(t)}",
                 device=f"The scores were on `{t.device}` but your result is on `{got.device}`. A function that "
                        "receives tensors should not move them (that costs a copy, and the caller's other tensors "
                        "stay where they were): work on `scores.device`, not on 'the accelerator'.",
@@ -367,5 +368,5 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
         raise Wrong(f"The masked entries should be -inf (`float('-inf')`), but yours are "
                     f"{safe_repr(masked.unique()[:3].tolist())}.")
     wrong = int((got != want).sum())
-    raise Wrong(f"For scores that are a {describe(t)}, {wrong} entries differ from the expected result. "
+    raise Wrong(f"For scores that are {a_tensor(t)}, {wrong} entries differ from the expected result. "
                 "Entries with column > row become -inf; every other entry keeps its score.")

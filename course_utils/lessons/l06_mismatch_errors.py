@@ -11,7 +11,7 @@ from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
 from ..exercises import grader
-from ..grading import Crashed, Wrong, call, describe, devices_to_test, expect_tensor, is_tensor, safe_repr
+from ..grading import Crashed, Wrong, a_tensor, call, describe, devices_to_test, expect_tensor, is_tensor, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -455,7 +455,7 @@ def _check_made_in_forward(module: nn.Module, features: int, gen: torch.Generato
     """A Scaler that holds no tensor must make its vector of twos in forward (``x * 2`` makes none)."""
     x = torch.randn(2, features, generator=gen)
     with _ForwardWatch(x) as watch:
-        call(module, x, context=f"a {describe(x)}")
+        call(module, x, context=f"{a_tensor(x)}")
     if not watch.constants:
         raise Wrong(f"Scaler({features}) holds no tensor, and its forward multiplies by plain numbers only. "
                     "The exercise asks for a constant vector of `features` twos that belongs to the module "
@@ -487,17 +487,17 @@ def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> Non
                          ((2, 3, features), torch.float64)):
         x = torch.randn(shape, generator=gen, dtype=dtype)
         original = x.clone()
-        out = expect_tensor(call(module, x, context=f"a {describe(x)}"),
-                            f"Scaler({features})(x) for x a {describe(x)}")
+        out = expect_tensor(call(module, x, context=f"{a_tensor(x)}"),
+                            f"Scaler({features})(x) for x {a_tensor(x)}")
         if not torch.equal(x, original):
             raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
                         "Return a new tensor: `x * self.scale`.")
         want = x * 2
         if out.shape != want.shape:
-            raise Wrong(f"For x a {describe(x)}, Scaler({features})(x) has shape {tuple(out.shape)}; "
+            raise Wrong(f"For x {a_tensor(x)}, Scaler({features})(x) has shape {tuple(out.shape)}; "
                         f"it should keep x's shape {tuple(x.shape)}.")
         if out.dtype != want.dtype:
-            raise Wrong(f"For a {describe(x)} your output is {str(out.dtype).replace('torch.', '')}. Keep the "
+            raise Wrong(f"For {a_tensor(x)} your output is {str(out.dtype).replace('torch.', '')}. Keep the "
                         "input's dtype: make the constant float32 (the default), as `torch.full((n,), 2.0)` does.")
         if out.device.type != "cpu":
             raise Wrong(f"For a CPU input your output is on {out.device}: compute where the input is.")
@@ -530,26 +530,26 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
     x = torch.randn(2, features, generator=gen).to(dev)
     try:
         with _ForwardWatch(x) as watch:
-            out = call(module, x, context=f"a {describe(x)}")
+            out = call(module, x, context=f"{a_tensor(x)}")
     except Crashed as e:
         if isinstance(e.error, RuntimeError) and "device" in str(e.error):
-            raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on a {describe(x)} raised: "
+            raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on {a_tensor(x)} raised: "
                         f"{safe_repr(str(e.error), 160)}. Something in `forward` is not on {dev}: a tensor "
                         "created there with no device (e.g. `torch.full(...)` inside forward) lands on the "
                         "CPU. Use the registered buffer, or `device=x.device`.") from None
         raise
     if watch.mixes:  # meta let it through; a GPU would not
         op, other = watch.mixes[0]
-        raise Wrong(f"After `.to(\"{dev}\")`, your Scaler's forward, given a {describe(x)}, sent `{op}` a "
+        raise Wrong(f"After `.to(\"{dev}\")`, your Scaler's forward, given {a_tensor(x)}, sent `{op}` a "
                     f"{describe(other)}. `{dev}` let that pass, but a GPU refuses it (\"Expected all tensors "
                     f"to be on the same device\"). Something in `forward` is not on {dev}: a tensor created there "
                     "with no device (e.g. `torch.full(...)` or `torch.diag(...)` inside forward) lands on the CPU. "
                     "Register the constant as a buffer in `__init__`, or create it with `device=x.device`.")
-    out = expect_tensor(out, f"Your Scaler's output for a {describe(x)}")
+    out = expect_tensor(out, f"Your Scaler's output for {a_tensor(x)}")
     if out.device != x.device:
         raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.")
     if out.shape != x.shape:
-        raise Wrong(f"For a {describe(x)} your output has shape {tuple(out.shape)}.")
+        raise Wrong(f"For {a_tensor(x)} your output has shape {tuple(out.shape)}.")
     if dev.type != "meta" and not torch.allclose(out.cpu(), x.cpu() * 2):
         raise Wrong(f"On {dev} your Scaler does not double its input.")
 

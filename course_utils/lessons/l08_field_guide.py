@@ -6,7 +6,7 @@ from typing import Any, Callable
 import torch
 
 from ..exercises import grader
-from ..grading import Crashed, Wrong, call, describe, safe_repr
+from ..grading import Crashed, Wrong, a_tensor, call, describe, safe_repr
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def _grade_bad_labels(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(80)
     for description, labels, num_classes, ignore_index in _label_cases(gen):
         given = labels.clone()
-        context = f"{description} (a {describe(labels)})"
+        context = f"{description} ({a_tensor(labels)})"
         extra = {} if ignore_index is None else {"ignore_index": ignore_index}
         try:
             got = call(fn, given, num_classes, context=context, **extra)

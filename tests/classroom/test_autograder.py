@@ -166,3 +166,10 @@ def test_setup_makes_the_unprivileged_user_and_run_autograder_uses_it(bundle):
         setup, run = z.read("setup.sh").decode(), z.read("run_autograder").decode()
     assert "useradd --system" in setup and "course-learner" in setup
     assert 'COURSE_GRADE_USER="${COURSE_GRADE_USER:-course-learner}"' in run
+
+
+def test_a_lesson_may_be_typed_without_its_leading_zero_and_the_bundle_is_a_zip(tmp_path, capsys):
+    assert main(["autograder", "--lesson", "1", "--out", str(tmp_path / "b.zip")]) == 0
+    assert "--lesson 01" in zipfile.ZipFile(tmp_path / "b.zip").read("run_autograder").decode()
+    assert main(["autograder", "--lesson", "01", "--out", str(tmp_path / "b.txt")]) == 2
+    assert "ending in .zip" in capsys.readouterr().err and not (tmp_path / "b.txt").exists()

@@ -202,3 +202,12 @@ def test_the_csv_can_go_to_a_pipe(tmp_path):
     csv_text = done.stdout[:done.stdout.index("\nSubmission")]  # the summary table follows the CSV
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert {r["exercise"] for r in rows} == set(L01) | {"TOTAL"}
+
+
+def test_a_lesson_may_be_typed_without_its_leading_zero():
+    import argparse
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert parser.parse_args(["subs", "--lesson", "1"]).lesson == "01"
+    assert parser.parse_args(["subs", "--lesson", "1,02"]).lesson == "01,02"
+    assert parser.parse_args(["subs", "--lesson", "03"]).lesson == "03"
