@@ -120,13 +120,17 @@ def test_the_bundle_never_overwrites_a_file_that_is_not_a_zip(tmp_path, capsys):
     notebook = tmp_path / "01_tensors.ipynb"
     notebook.write_text("a learner's work")
     assert main(["autograder", "--lesson", "01", "--out", str(notebook)]) == 2
-    assert "is not a zip archive" in capsys.readouterr().err and notebook.read_text() == "a learner's work"
+    assert "ending in .zip" in capsys.readouterr().err and notebook.read_text() == "a learner's work"
+    not_a_zip = tmp_path / "work.zip"
+    not_a_zip.write_text("a learner's work, misnamed")
+    assert main(["autograder", "--lesson", "01", "--out", str(not_a_zip)]) == 2
+    assert "is not a zip archive" in capsys.readouterr().err and not_a_zip.read_text() == "a learner's work, misnamed"
     old = tmp_path / "autograder_01.zip"
     with zipfile.ZipFile(old, "w") as z:
         z.writestr("old.txt", "last term's bundle")
     assert main(["autograder", "--lesson", "01", "--out", str(old)]) == 0   # an older bundle is replaced
     assert "run_autograder" in zipfile.ZipFile(old).namelist()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_tensors.ipynb", "autograder_01.zip"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01_tensors.ipynb", "autograder_01.zip", "work.zip"]
 
 
 FORGER = """import json, os, signal
