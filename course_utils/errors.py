@@ -357,6 +357,9 @@ FAMILIES: tuple[Family, ...] = (
          + r") and (?P<what>parameter|hidden) tensor at (?P<b>" + _DEV + r")",
          r"(?P<arg>input)\(device='(?P<a>" + _DEV + r")'\) and weight\(device=(?P<b>" + _DEV
          + r")'\) must be on the same device",
+         r"expected self and (?P<arg>mask) to be on the same device, but got mask on (?P<a>" + _DEV
+         + r") and self on (?P<b>" + _DEV + r")",
+         r"expected self and (?P<arg>mask) to be on the same device",
          r"Placeholder storage has not been allocated(?: on (?P<b>MPS) device)?",
          r"is not on the expected device",
          r"Expected all tensors to be on the same device"),
@@ -432,6 +435,11 @@ FAMILIES: tuple[Family, ...] = (
          Wording("Input and parameter tensors are not at the same device, found input tensor at cpu and parameter "
                  "tensor at meta", _ALL,
                  "real run: nn.LSTM on meta (2.7, 2.13); RNN.cpp's format pieces in libtorch_cpu.so 2.7 to 2.14"),
+         Wording("expected self and mask to be on the same device, but got mask on cpu and self on cuda:0",
+                 "`masked_fill` on CUDA, MPS or XPU with the mask on another device (a causal mask kept as a plain "
+                 "attribute); 2.13 checked",
+                 "masked_fill__cuda, aten/src/ATen/native/cuda/Indexing.cu (and masked_fill__mps): the format's "
+                 "prefix verbatim in libtorch_cpu.so 2.13"),
          Wording("Tensor on device cpu is not on the expected device meta!", _ALL,
                  "real run (2.7, 2.13); torch/_prims_common/__init__.py in 2.7, 2.8, 2.14")),
         "One operation got tensors that live on different devices. " + _RULE,
@@ -1060,6 +1068,8 @@ def _role(arg: str, op: str) -> str:
         return "labels"
     if arg in ("index", "indices"):
         return "index"
+    if arg == "mask":
+        return "mask"
     if arg == "self" and base in _INDEXING_OPS:
         return "indexed"
     if arg == "self" and base in _BIAS_FIRST_OPS:
@@ -1093,6 +1103,13 @@ _ROLE_TEXT = {
         "Make the index where the data is: `idx = idx.to({b_code})`, or create it with `device=`.",
         "The tensor it indexes is on the CPU (for an `nn.Embedding`, the model was never moved): "
         "`model.to(\"{a}\")`, or index on the CPU with `idx = idx.cpu()`."),
+    "mask": (
+        "The mask (`{arg}`) is on {a}, the tensor it fills on {B}.",
+        "Make the mask where that tensor is: `mask = mask.to({b_code})`, or create it there (`device=scores.device`). "
+        "A mask that a module keeps belongs in a buffer, `self.register_buffer(\"mask\", mask)`: `Module.to` moves "
+        "buffers.",
+        "The tensor it fills is on the CPU: move it (or the model that made it) to {a}, or fill on the CPU with "
+        "`mask = mask.cpu()`."),
 }
 _INDEX_EDGE = " `x[idx]` moves a CPU index for you; `index_select`, `nn.Embedding`, `gather` and `scatter` do not."
 

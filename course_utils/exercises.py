@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
+from . import standin
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
 from .text import shorten
@@ -113,7 +114,9 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     """Check a learner's answer against the exercise's reference.
 
     Never raises for anything the learner passes: a stub gives "not attempted", exceptions,
-    wrong types, shapes, dtypes and devices give specific feedback.
+    wrong types, shapes, dtypes and devices give specific feedback. The answer runs, and is compared,
+    with the stand-in GPU (:mod:`course_utils.standin`) paused, as the batch grader runs it: Check in a
+    notebook and ``grade`` give the same verdict.
 
     Args:
         exercise_id: e.g. ``"01.nbytes"``.
@@ -131,7 +134,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     status, feedback = FAILED, ""
     seconds = TIME_LIMIT if timeout is None else timeout
     try:
-        with time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
+        with standin.paused(), time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):
             with ModesKept() as modes:  # what learner code ran outside grading.call may leave active
                 feedback = ex.grade(expect_callable(answer, ex.name, kind=ex.kind))

@@ -5,46 +5,87 @@
     %load_ext course_utils      # in any notebook or IPython session (cu.setup() turns it on too)
     %unload_ext course_utils    # and off again
 
-After each cell that raised, :func:`course_utils.explain_error` reads the exception. When it is a
-device problem the course knows, the explanation appears under the traceback (which is left exactly
-as it was), with the variables of the notebook that live on each device the message names. Any
-other error is left alone. It needs IPython only: no widgets.
+After each cell that raised, :func:`course_utils.explain_error` reads the exception. When it is an error
+the course knows:
+
+* the traceback keeps your own frames and the message, and leaves out the frames inside PyTorch's own
+  machinery (see :func:`is_machinery`) and the course's stand-in GPU (:mod:`course_utils.standin`); a
+  last line says how many it left out. ``%tb`` then prints the whole traceback, and with
+  ``%xmode Verbose`` nothing is left out;
+* under it comes the explanation, with the notebook's variables on each device the message names:
+  those the failing line uses first, then the rest of the cell's, then the others (see :func:`cell_names`).
+
+Any other error is shown exactly as IPython shows it. It needs IPython only: no widgets.
 """
 from __future__ import annotations
 
+import ast
 import html
-from itertools import islice
-from typing import Any
+import os
+import types
+from collections.abc import Iterable
+from typing import Any, Optional
 
-from . import inventory
+import torch
+
+from . import inventory, standin
 from .errors import Explanation, explain_error
 
-__all__ = ["load", "unload", "enable", "ErrorHelp"]
+__all__ = ["load", "unload", "enable", "ErrorHelp", "variables_on", "cell_names", "is_machinery",
+           "without_machinery"]
 
-_MAX_NAMES = 12   # variables listed per device
-_MAX_FOUND = 1000  # tensors looked at in one variable
+_MAX_NAMES = 12   # variables listed per device; the rest are counted
 _IPYTHON_HISTORY = ("In", "Out")   # IPython's own records of past cells, not the learner's variables
+_SHOW_ALL = ("Verbose", "Minimal")   # %xmode modes in which the traceback is left whole
+_CAUGHT = (Exception,)   # what the traceback handler sees: it shortens only the errors the course knows
+_TORCH = os.path.dirname(torch.__file__) + os.sep
+_TORCH_MACHINERY = ("overrides.py", "library.py")   # public modules of PyTorch that only pass calls on
+_STANDIN = os.path.splitext(standin.__file__)[0]
 
 
 class ErrorHelp:
     """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names."""
 
-    def __init__(self, explanation: Explanation, where: dict[str, list[str]], device_map: Any = None):
+    def __init__(self, explanation: Explanation, where: dict[str, list[str]], device_map: Any = None,
+                 used: Optional[Iterable[str]] = None):
         """Args:
             explanation: what :func:`~course_utils.errors.explain_error` said about the cell's error.
             where: device -> names of the notebook's variables on it (see :func:`variables_on`).
             device_map: those variables on a device map, shown in the HTML view only.
+            used: the names the failing cell reads (see :func:`cell_names`): those in ``where`` are listed first,
+                the others after them; ``None`` when the cell's code is unknown.
         """
         self.explanation = explanation
         self.where = where
         self.device_map = device_map   # those variables on a device map (HTML only)
+        self.cell_known = used is not None
+        on = [n for names in where.values() for n in names]
+        self.used = [n for n in dict.fromkeys(used or ()) if n in on]
+        self.used.sort(key=lambda n: next(i for i, names in enumerate(where.values()) if n in names))
+
+    def listing(self) -> list[tuple[str, list[tuple[str, str]], int]]:
+        """The lines under the explanation, the failing cell's variables first: (label, the (name, its devices
+        or ``""``) shown, how many more)."""
+        if not self.cell_known:
+            return [(d, [(n, "") for n in names[:_MAX_NAMES]], max(len(names) - _MAX_NAMES, 0))
+                    for d, names in self.where.items()]
+        rows = [("used in this cell", [(n, ", ".join(d for d, on in self.where.items() if n in on))
+                                       for n in self.used], 0)]
+        for device, names in self.where.items():
+            others = [n for n in names if n not in self.used]
+            if others:
+                rows.append((f"others on {device}", [(n, "") for n in others[:_MAX_NAMES]],
+                             max(len(others) - _MAX_NAMES, 0)))
+        return rows
 
     def text(self) -> str:
         """Plain text: the explanation, then the variables on each device it names."""
         lines = [self.explanation.text()]
         if self.where:
             lines.append("Your variables on these devices:")
-            lines += [f"  {device}: {', '.join(names) or '(none)'}" for device, names in self.where.items()]
+            for label, names, more in self.listing():
+                shown = ", ".join(f"{n} ({on})" if on else n for n, on in names) or _none(label)
+                lines.append(f"  {label}: {shown}" + (f" and {more} more" if more else ""))
         return "\n".join(lines)
 
     __str__ = __repr__ = text
@@ -52,9 +93,11 @@ class ErrorHelp:
     def _repr_html_(self) -> str:
         page = self.explanation._repr_html_()
         if self.where:
-            items = "".join(f"<li><code>{html.escape(d)}</code>: "
-                            + (", ".join(f"<code>{html.escape(n)}</code>" for n in names) or "(none)") + "</li>"
-                            for d, names in self.where.items())
+            items = ""
+            for label, names, more in self.listing():
+                shown = ", ".join(f"<code>{html.escape(n)}</code>" + (f" ({html.escape(on)})" if on else "")
+                                  for n, on in names) or html.escape(_none(label))
+                items += f"<li>{html.escape(label)}: {shown}" + (f" and {more} more" if more else "") + "</li>"
             listing = f"<div>Your variables on these devices:<ul style='margin:2px 0'>{items}</ul></div>"
             if self.device_map is not None:
                 listing += self.device_map._repr_html_()
@@ -62,39 +105,38 @@ class ErrorHelp:
         return page
 
 
-def variables_on(namespace: dict, devices: tuple[str, ...]) -> dict[str, list[str]]:
+def _none(label: str) -> str:
+    """What a line without names says."""
+    if label == "used in this cell":
+        return "none of them, so the tensors at fault are made by the failing line or inside what it calls"
+    return "(none)"
+
+
+def variables_on(namespace: dict, devices: tuple[str, ...], first: Iterable[str] = ()) -> dict[str, list[str]]:
     """For each device, the names of tensors, modules, optimizers and batches in ``namespace`` that live on it.
 
     ``"cuda"`` (no index) matches any CUDA device; a module, an optimizer or a batch (a dict, list or
     other mapping of tensors, such as a ``BatchEncoding``) counts on every device its tensors use, as
-    :mod:`course_utils.inventory` finds them. Names starting with ``_`` are skipped.
+    :func:`course_utils.inventory.by_variable` finds them. Names starting with ``_`` are skipped.
 
     Args:
         namespace: the variables to look at, e.g. a notebook's ``user_ns``.
         devices: the devices an error message names.
+        first: names to list first, in this order (e.g. those the failing cell uses: :func:`cell_names`).
 
     Returns:
-        Device -> names, in the order of ``namespace``, at most a dozen per device.
+        Device -> names: those of ``first`` first, then the others in the order of ``namespace``.
     """
     wanted = list(dict.fromkeys(d for d in devices if d))
     found: dict[str, list[str]] = {d: [] for d in wanted}
-    for name, value in list(namespace.items()):
-        if name.startswith("_") or name in _IPYTHON_HISTORY or not wanted:
-            continue
-        try:
-            here = _devices_of(value)
-        except Exception:
-            continue
+    if not wanted:
+        return found
+    variables = {k: v for k, v in list(namespace.items()) if k not in _IPYTHON_HISTORY}
+    for name, here in inventory.by_variable(variables, first):
         for d in wanted:
-            if any(_same(d, h) for h in here) and len(found[d]) < _MAX_NAMES:
+            if any(_same(d, h) for h in here):
                 found[d].append(name)
     return found
-
-
-def _devices_of(value: Any) -> set[str]:
-    """The devices of the tensors a variable holds (the first thousand found)."""
-    found = islice(inventory.walk(value), _MAX_FOUND)
-    return {str(f.value.device) for f in found if f.role in inventory.TENSOR_ROLES}
 
 
 def _same(named: str, actual: str) -> bool:
@@ -102,6 +144,120 @@ def _same(named: str, actual: str) -> bool:
     n, a = named.lower(), actual.lower()
     return n == a or (":" not in n and a.split(":")[0] == n)
 
+
+def cell_names(source: str, line: Optional[int] = None) -> list[str]:
+    """The names a cell's code reads: those of the statement on ``line`` (the one that failed) first, then
+    the rest of the cell's, each once, in the order they are written. ``[]`` when the code does not parse.
+
+    Args:
+        source: the cell's Python code (IPython's magics already turned into Python).
+        line: the line, counted from 1, of the statement that failed, if known.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    failing: list[ast.AST] = []
+    if line is not None:
+        around = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno <= line <= (s.end_lineno or 0)]
+        failing = [min(around, key=lambda s: (s.end_lineno or 0) - s.lineno)] if around else []
+    return list(dict.fromkeys(n for node in failing + [tree] for n in _loads(node)))
+
+
+def _loads(node: ast.AST) -> list[str]:
+    """The names ``node`` reads (``x`` in ``x + 1`` and in ``x.to(d)``), in the order they are written."""
+    names = [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return [n.id for n in sorted(names, key=lambda n: (n.lineno, n.col_offset))]
+
+
+# --- the traceback --------------------------------------------------------------------------------
+
+def is_machinery(frame: types.FrameType) -> bool:
+    """Whether a frame is PyTorch's machinery or the course's stand-in GPU, not code a learner wrote or calls.
+
+    PyTorch's machinery: its private modules (``torch/_prims``, ``torch/_refs``, ``torch/_decomp``,
+    ``torch/_subclasses``, ``torch/utils/_python_dispatch.py``...), private functions of its public modules
+    (``nn.Module``'s ``_call_impl``), and ``torch/overrides.py`` and ``torch/library.py``, which pass calls
+    on. Public functions such as ``Linear.forward`` or ``F.linear`` stay: a GPU's traceback shows them too.
+    """
+    code = frame.f_code
+    path = code.co_filename
+    if os.path.splitext(path)[0] == _STANDIN:
+        return True
+    if not path.startswith(_TORCH):
+        return False
+    where = path[len(_TORCH):].replace(os.sep, "/")
+    qualname = getattr(code, "co_qualname", code.co_name)
+    parts = where.split("/") + qualname.split(".")
+    return where in _TORCH_MACHINERY or any(p.startswith("_") and not p.startswith("__") for p in parts)
+
+
+def without_machinery(tb: Optional[types.TracebackType]) -> tuple[Optional[types.TracebackType],
+                                                                list[types.FrameType]]:
+    """``tb`` without the frames :func:`is_machinery` picks out (and a PyTorch function's first call when a
+    torch-function mode makes it call itself again), and the frames left out."""
+    kept: list[types.TracebackType] = []
+    hidden: list[types.FrameType] = []
+    while tb is not None:
+        if is_machinery(tb.tb_frame) or _hands_on(tb):
+            hidden.append(tb.tb_frame)
+        else:
+            kept.append(tb)
+        tb = tb.tb_next
+    short = None
+    for entry in reversed(kept):
+        short = types.TracebackType(short, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return short, hidden
+
+
+def _hands_on(tb: types.TracebackType) -> bool:
+    """A PyTorch function that hands the call to a torch-function mode (``handle_torch_function``, as the
+    course's stand-in GPU makes ``F.cross_entropy`` do): the same function comes again below it."""
+    callee = tb.tb_next.tb_frame.f_code.co_filename if tb.tb_next is not None else ""
+    return tb.tb_frame.f_code.co_filename.startswith(_TORCH) and callee == _TORCH + "overrides.py"
+
+
+def _hidden_note(hidden: list[types.FrameType]) -> str:
+    """The line under a shortened traceback: how many frames it leaves out, and how to see them."""
+    frames = "1 frame" if len(hidden) == 1 else f"{len(hidden)} frames"
+    standin_too = any(os.path.splitext(f.f_code.co_filename)[0] == _STANDIN for f in hidden)
+    inside = "PyTorch and the course's stand-in GPU" if standin_too else "PyTorch"
+    return f"({frames} inside {inside} not shown: run %tb to see them.)"
+
+
+def _short_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any) -> Optional[list]:
+    """The structured traceback IPython shows, without PyTorch's machinery, for an error the course knows;
+    ``None`` to leave the traceback as it is."""
+    if (getattr(shell.InteractiveTB, "mode", "") in _SHOW_ALL or hasattr(value, "_render_traceback_")
+            or not explain_error(value).known):
+        return None
+    short, hidden = without_machinery(tb)
+    if not hidden:
+        return None
+    stb = shell.InteractiveTB.structured_traceback(etype, value, short, tb_offset=tb_offset)
+    return list(stb) + [_hidden_note(hidden)]
+
+
+def _show_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> None:
+    """IPython's custom exception handler (``set_custom_exc``): the traceback, shortened for a known error."""
+    try:
+        stb = _short_traceback(shell, etype, value, tb, tb_offset)
+        # IPython's own hook for an exception that renders its traceback; showtraceback still records the
+        # whole one (sys.last_traceback: what %tb and %debug read) and tells the notebook the cell failed.
+        if stb is not None:
+            value._render_traceback_ = lambda: stb
+    except Exception:   # help must never add an error of its own
+        stb = None
+    if stb is None:
+        shell.showtraceback(running_compiled_code=True)   # what IPython does with no handler
+        return
+    try:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    finally:
+        del value._render_traceback_
+
+
+# --- the hooks ------------------------------------------------------------------------------------
 
 def _after_cell(result: Any) -> None:
     """post_run_cell hook: explain the cell's exception, if it is a device error the course knows."""
@@ -116,34 +272,67 @@ def _after_cell(result: Any) -> None:
         from IPython.display import display
         shell = get_ipython()
         namespace = getattr(shell, "user_ns", {}) or {}
-        where = variables_on(namespace, explanation.devices)
-        names = list(dict.fromkeys(n for found in where.values() for n in found))
-        display(ErrorHelp(explanation, where if names else {}, _device_map(namespace, names)))
+        used = cell_names(_cell_code(shell, result), _failing_line(error, namespace)) or None
+        where = variables_on(namespace, explanation.devices, used or ())
+        if not any(where.values()):
+            where = {}
+        help_ = ErrorHelp(explanation, where, used=used)
+        if where:   # on the map: the cell's variables (when it has none there, those listed would mislead)
+            help_.device_map = _device_map(namespace, help_.used if used else
+                                           list(dict.fromkeys(n for _, names, _ in help_.listing() for n, _ in names)))
+        display(help_)
     except Exception:  # help must never add an error of its own
         pass
 
 
+def _cell_code(shell: Any, result: Any) -> str:
+    """The cell's code as Python (IPython's magics turned into calls, lines kept)."""
+    raw = getattr(getattr(result, "info", None), "raw_cell", None) or ""
+    try:
+        return shell.transform_cell(raw)
+    except Exception:
+        return raw
+
+
+def _failing_line(error: BaseException, namespace: dict) -> Optional[int]:
+    """The line of the cell that raised: the cell's own frame is the one run in the notebook's namespace."""
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals is namespace and tb.tb_frame.f_code.co_name == "<module>":
+            return tb.tb_lineno
+        tb = tb.tb_next
+    return None
+
+
 def load(ipython: Any) -> None:
-    """Register the hook on an IPython shell (twice is the same as once)."""
+    """Register the hooks on an IPython shell (twice is the same as once). The traceback handler goes in
+    only where no other custom exception handler is set: the explanation comes either way."""
     callbacks = ipython.events.callbacks.get("post_run_cell", [])
     if _after_cell not in callbacks:
         ipython.events.register("post_run_cell", _after_cell)
+    if not getattr(ipython, "custom_exceptions", ()):
+        ipython.set_custom_exc(_CAUGHT, _show_traceback)
 
 
 def unload(ipython: Any) -> None:
-    """Remove the hook."""
+    """Remove the hooks."""
     if _after_cell in ipython.events.callbacks.get("post_run_cell", []):
         ipython.events.unregister("post_run_cell", _after_cell)
+    if getattr(ipython, "custom_exceptions", ()) is _CAUGHT:
+        ipython.set_custom_exc((), None)   # IPython's own default
 
 
 def enable() -> bool:
-    """Turn the hook on in the running IPython, if any. Returns True when it is on."""
+    """Turn the hooks on in the running IPython, if any. Returns True when they are on."""
     try:
         from IPython import get_ipython
         shell = get_ipython()
         if shell is None:
             return False
         load(shell)
+        manager = getattr(shell, "extension_manager", None)
+        if manager is not None:   # as %load_ext would: %unload_ext course_utils then turns it off
+            manager.loaded.add(__name__.rpartition(".")[0])
         return True
     except Exception:
         return False

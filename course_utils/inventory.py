@@ -21,19 +21,21 @@ Each find is a :class:`Found`: its name, the value, its role (:data:`PARAMETER`,
 what it belongs to. The finds come in a fixed order (a module's own order, then the items of its
 containers), so a reader that wants another order sorts them, and one that wants fewer stops early.
 An :class:`Inventory` walks several objects as one: it opens an object once (cycles end), names
-optimizer state after the parameters it met, and holds the limits (depth, items per container). This
-module imports only torch and the standard library: any floor of the package may read it.
+optimizer state after the parameters it met, and holds the limits (depth, items per container).
+:func:`by_variable` walks a namespace (a notebook's variables), the names you choose first. This module
+imports only torch and the standard library: any floor of the package may read it.
 """
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import Any, Iterator, NamedTuple
 
 import torch
 from torch import nn
 
-__all__ = ["Found", "Inventory", "walk", "initialised", "moves_itself", "key_text", "TENSOR_ROLES",
+__all__ = ["Found", "Inventory", "walk", "by_variable", "initialised", "moves_itself", "key_text", "TENSOR_ROLES",
            "PARAMETER", "BUFFER", "PLAIN", "GRADIENT", "OPTIMIZED", "STATE", "TENSOR",
            "UNREGISTERED", "BATCH", "OTHER", "MORE"]
 
@@ -191,6 +193,31 @@ def walk(value: Any, name: str = "", *, max_depth: int = 4, max_items: int = 500
         ``named_buffers()`` and attributes, of the optimizer's groups, and of the containers' items.
     """
     return Inventory(max_depth, max_items).walk(value, name)
+
+
+def by_variable(namespace: Mapping[str, Any], first: Iterable[str] = (),
+                per_variable: int = 1000) -> Iterator[tuple[str, set[str]]]:
+    """Each variable of a namespace that holds tensors, with the devices they are on (``{"cpu", "meta"}``).
+
+    Args:
+        namespace: name -> value, e.g. a notebook's variables; names starting with ``_`` are skipped.
+        first: names to give first, in this order; the others follow in the order of ``namespace``.
+        per_variable: tensors looked at in one variable, at most (each value is walked with :func:`walk`).
+
+    Returns:
+        An iterator of ``(name, devices)``; a variable that holds no tensor, or breaks when walked, is left out.
+    """
+    variables = dict(list(namespace.items()))
+    for name in dict.fromkeys([n for n in first if n in variables] + list(variables)):
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        try:
+            found = islice(walk(variables[name]), per_variable)
+            devices = {str(f.value.device) for f in found if f.role in TENSOR_ROLES}
+        except Exception:
+            continue
+        if devices:
+            yield name, devices
 
 
 def initialised(module: nn.Module) -> bool:

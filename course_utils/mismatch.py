@@ -19,8 +19,9 @@ from __future__ import annotations
 import html
 import inspect
 import re
+import textwrap
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Optional
@@ -114,29 +115,41 @@ class DeviceReport:
         return out
 
     def headline(self) -> str:
-        """One or two sentences: is everything on the target, and if not, what is not."""
-        tensors = [e for e in self.entries if e.device and e.kind != "optimizer state"]
+        """What the rows say: how many of the tensors listed are on the target (and which are not), where the
+        optimizer's tensors are, and what to watch out for."""
+        tensors = [e for e in self.entries if e.device and e.kind != _STATE]
+        state = [e for e in self.entries if e.device and e.kind == _STATE]
         if self.target is None:
-            return "Found no tensors to check." if not tensors else "No target device to compare with."
+            return "No target device to compare with." if tensors or state else "Found no tensors to check."
+        whose = f" of {_joined(dict.fromkeys(_GROUP.get(e.kind, 'the inputs') for e in tensors))}" if state else ""
         bad = sorted({e.name for e in tensors if e.status == MISMATCH})
+        elsewhere = [e for e in tensors if e.status != MISMATCH and not self._on_target(e)]
+        sentences = []
         if bad:
-            text = f"{len(bad)} of {len(tensors)} tensors are not on {self.target}: {_names(bad)}."
+            sentences.append(f"{len(bad)} of {len(tensors)} tensors{whose} are not on {self.target}: {_names(bad)}.")
+        elif elsewhere:
+            sentences.append(f"{len(tensors) - len(elsewhere)} of {len(tensors)} tensors{whose} are on {self.target}.")
         elif tensors:
-            text = f"All {len(tensors)} tensors are on {self.target}."
-        else:
-            text = "Found no tensors to check."
-        stray = sorted({e.name for e in self.entries if e.kind == "optimizer state" and e.status == MISMATCH})
-        if stray:
-            text += f" Optimizer state not next to its parameter: {_names(stray)}."
+            sentences.append(f"All {len(tensors)} tensors{whose} are on {self.target}.")
+        if elsewhere:
+            names = sorted({e.name for e in elsewhere})
+            sentences.append(f"{_names(names)} may stay on {_where(elsewhere)}: see the notes.")
+        if state:
+            sentences.append(f"The optimizer's {len(state)} tensors are on {_where(state)}.")
+            stray = sorted({e.name for e in state if e.status == MISMATCH})
+            if stray:
+                sentences.append(f"Optimizer state not next to its parameter: {_names(stray)}.")
         if self.warnings:
-            text += f" Watch out for {_names(self.warnings)}: see the notes."
-        return text
+            sentences.append(f"Watch out for {_names(self.warnings)}: see the notes.")
+        return " ".join(sentences) or "Found no tensors to check."
 
     def text(self, max_rows: int = 40) -> str:
-        """Plain text: a table (flagged rows always shown), the headline and the suggested fixes."""
+        """Plain text: a table (flagged rows always shown), the headline and the suggested fixes, wrapped at
+        word boundaries to :data:`WIDTH` characters (a note too long for its row goes under it)."""
         title = "Device report" + (f": target {self.target} ({self.reason})" if self.target else "")
-        lines = [title]
-        lines += [f"  problem: {p}" for p in self.problems]
+        lines = _wrapped(title, "", "  ")
+        for p in self.problems:
+            lines += _wrapped(p, "  problem: ", "    ")
         rows, hidden = self._rows(max_rows)
         if rows:
             width = max(len(e.name) for e in rows)
@@ -144,15 +157,20 @@ class DeviceReport:
             lines.append(f"    {'kind':<20}{'name':<{width + 2}}{'device':<10}{'shape':<14}dtype")
             for e in rows:
                 name = e.name if len(e.name) <= width else e.name[: width - 1] + "…"
-                note = f"  <- {e.note}" if e.note else ""
-                lines.append(f"  {_ICON[e.status]} {e.kind:<20}{name:<{width + 2}}{e.device or '-':<10}"
-                             f"{e.shape or '-':<14}{e.dtype}{note}")
+                row = (f"  {_ICON[e.status]} {e.kind:<20}{name:<{width + 2}}{e.device or '-':<10}"
+                       f"{e.shape or '-':<14}{e.dtype}")
+                if e.note and len(row) + len(e.note) + 5 <= WIDTH:
+                    lines.append(f"{row}  <- {e.note}")
+                else:
+                    lines.append(row)
+                    lines += _wrapped(e.note, "      <- ", "         ") if e.note else []
             if hidden:
-                lines.append(f"    ... and {hidden} more tensors on {self.target}, all fine")
-        lines.append(self.headline())
+                lines.append(f"    ... and {len(hidden)} more tensors on {_where(hidden)}, all fine")
+        lines += _wrapped(self.headline(), "", "")
         if self.suggestions:
             lines.append("How to fix:")
-            lines += [f"  - {s}" for s in self.suggestions]
+            for s in self.suggestions:
+                lines += _wrapped(s, "  - ", "    ")
         return "\n".join(lines)
 
     __str__ = text
@@ -176,10 +194,11 @@ class DeviceReport:
                          html.escape(e.kind), f"<code>{html.escape(e.name)}</code>",
                          f"<code>{html.escape(e.device or '-')}</code>", html.escape(e.shape or "-"),
                          html.escape(e.dtype), html.escape(e.note)]
-                body.append("<tr>" + "".join(f"<td style='padding:1px 8px'>{c}</td>" for c in cells) + "</tr>")
+                styles = [_WRAPS, _WRAPS, _CELL, _CELL, _CELL, _WRAPS, _NOTE]
+                body.append("<tr>" + "".join(f"<td style='{st}'>{c}</td>" for st, c in zip(styles, cells)) + "</tr>")
             if hidden:
-                body.append(f"<tr><td></td><td colspan='6' style='padding:1px 8px'>… and {hidden} more "
-                            f"tensors on {html.escape(str(self.target))}, all fine</td></tr>")
+                body.append(f"<tr><td></td><td colspan='6' style='{_WRAPS}'>… and {len(hidden)} more "
+                            f"tensors on {html.escape(_where(hidden))}, all fine</td></tr>")
             parts.append(f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>"
                          f"{''.join(body)}</table>")
         parts.append(f"<div><b>{html.escape(self.headline())}</b></div>")
@@ -189,16 +208,57 @@ class DeviceReport:
         if self.device_map is not None and self.device_map.lanes:
             parts.append(self.device_map._repr_html_())
         colour = _COLOUR[MISMATCH if self.mismatches else WARNING if not self.ok else OK]
-        return card("".join(parts), colour, "course-device-report")
+        return card(f"<div style='{_PROSE}'>{''.join(parts)}</div>", colour, "course-device-report")
 
-    def _rows(self, max_rows: int) -> tuple[list[Entry], int]:
+    def _rows(self, max_rows: int) -> tuple[list[Entry], list[Entry]]:
+        """The rows shown (every flagged one, then fine ones while there is room) and the fine ones left out."""
         flagged = [e for e in self.entries if e.status != OK]
         fine = [e for e in self.entries if e.status == OK]
         room = max(max_rows - len(flagged), 0)
         if len(fine) <= room:
-            return list(self.entries), 0
+            return list(self.entries), []
         keep = set(map(id, flagged + fine[:room]))
-        return [e for e in self.entries if id(e) in keep], len(fine) - room
+        return [e for e in self.entries if id(e) in keep], fine[room:]
+
+    def _on_target(self, e: Entry) -> bool:
+        try:
+            return _on(torch.device(e.device), torch.device(str(self.target)))
+        except Exception:
+            return e.device == self.target
+
+
+#: The width the text view wraps its prose and notes at, at spaces (a notebook's output area is about this wide).
+WIDTH = 100
+#: HTML: names, devices and shapes stay on one line; the other cells and the prose wrap between words, never
+#: inside one, and a table wider than the output scrolls inside the card.
+_CELL = "padding:1px 8px;white-space:nowrap"
+_WRAPS = "padding:1px 8px;white-space:normal;word-break:normal;overflow-wrap:normal"
+_NOTE = _WRAPS + ";min-width:16em"
+_PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word;overflow-x:auto"
+_STATE = "optimizer state"
+#: Whose tensors each kind of row is, for the headline.
+_GROUP = {"parameter": "the model", "buffer": "the model", "plain attribute": "the model",
+          "unregistered module": "the model", "loss": "the loss", "input": "the inputs", "module": "the inputs"}
+
+
+def _wrapped(text: str, first: str, then: str) -> list[str]:
+    """``text`` in lines of at most :data:`WIDTH` characters, broken at spaces only (a longer word stays whole)."""
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=then, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _where(entries: list[Entry]) -> str:
+    """The devices of some rows: ``cpu``, or ``cpu (6) and meta (2)``, most first."""
+    counts = Counter(e.device for e in entries if e.device)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return _joined(f"{device} ({n})" for device, n in counts.most_common())
+
+
+def _joined(words: Iterable[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    words = list(words)
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
 def _names(names: list[str], limit: int = 6) -> str:
@@ -561,16 +621,20 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
     except Exception:
         report.problems.append(f"`optimizer` is a {type(optimizer).__name__}, not a torch.optim.Optimizer.")
         return
-    p, pname = None, ""
+    p, pname, stale = None, "", False
     for f in found:   # each parameter, then its state
         if f.role == inventory.OPTIMIZED:
             p, pname = f.value, f.owner or f"optimizer param #{f.key}"
-            if has_model and not f.owner:
+            stale = has_model and not f.owner
+            if stale:
                 report.entries.append(_entry("optimizer state", pname, p, WARNING, "not one of the model's "
                                              "parameters: the model no longer uses what this optimizer updates"))
             continue
         name, value = f"{pname} ({f.key})", f.value
-        if value.device == p.device:
+        if value.device == p.device and stale:
+            report.entries.append(_entry("optimizer state", name, value, NOTE, f"next to {pname}, which the "
+                                         "model no longer uses"))
+        elif value.device == p.device:
             report.entries.append(_entry("optimizer state", name, value, OK, ""))
         elif value.dim() == 0 and value.device.type == "cpu":
             report.entries.append(_entry("optimizer state", name, value, NOTE, "0-dim CPU tensor: allowed"))

@@ -8,6 +8,7 @@ import sys
 import torch
 
 from . import device as _device
+from . import standin
 
 
 #: The oldest PyTorch the course supports: `.ci/floor.txt` tests it, the requirements declare it.
@@ -72,7 +73,19 @@ def banner(device: torch.device) -> str:
     else:
         count = torch.accelerator.device_count()
         lines.append(f"Accelerator: {acc.type}, {count} device(s) visible.")
+    if uses_stand_in(device):
+        lines.append(STAND_IN_LINE)
     return "\n".join(lines)
+
+
+#: The banner's line when :func:`setup` switches the stand-in GPU on.
+STAND_IN_LINE = "Stand-in GPU: 'meta' plays cuda:0; mixed with CPU tensors it raises what a GPU raises."
+
+
+def uses_stand_in(device: torch.device) -> bool:
+    """Whether a lesson on ``device`` needs the stand-in GPU (:mod:`course_utils.standin`): the lessons then put on
+    ``meta`` what a GPU learner puts on ``cuda:0``, so mixing the two must fail as it does on a GPU."""
+    return torch.device(device).type == "cpu"
 
 
 def setup(lesson: str | None = None) -> torch.device:
@@ -82,7 +95,9 @@ def setup(lesson: str | None = None) -> torch.device:
         lesson: the lesson number (``"01"``..``"08"``), shown in the banner's first line.
 
     In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
-    is explained under its traceback.
+    is explained under its traceback. On the CPU it switches on the stand-in GPU
+    (:func:`course_utils.standin.enable`, in the calling thread): the lessons' ``meta`` tensors then refuse
+    CPU tensors with the error a CUDA GPU raises. With an accelerator it is switched off.
 
     Returns:
         The device chosen by :func:`course_utils.best_device`, made the current device when it
@@ -92,6 +107,10 @@ def setup(lesson: str | None = None) -> torch.device:
     extension.enable()
     device = _device.best_device()
     _device.make_current(device)
+    if uses_stand_in(device):
+        standin.enable()    # per thread: this is the thread that runs the notebook's cells
+    else:
+        standin.disable()
     if lesson:
         print(f"Lesson {lesson} of 'Where does my tensor live?'")
     print(banner(device))

@@ -7,7 +7,8 @@ expected device cpu!", which no GPU prints. While :func:`enable` is in force, an
 ``meta`` and CPU tensors raises the error a CUDA GPU of the installed PyTorch raises for that operation,
 with ``meta`` where the GPU says ``cuda:0``; the first such error of the session also says where it
 comes from. PyTorch's own leniencies, which a GPU shares, stay allowed: a 0-dim CPU tensor in element-wise
-math, a CPU index or mask in ``x[idx]`` and ``x[mask] = v``. Code that uses ``meta`` alone is unchanged.
+math, a CPU index or mask in ``x[idx]`` and ``x[mask] = v``, ``pack_padded_sequence``'s CPU lengths. Code that
+uses ``meta`` alone is unchanged.
 
 How: a function mode sees every torch call and, only when a call mixes the two devices, runs it under a
 dispatch mode that checks each ATen operation as the CUDA kernels do. :func:`paused` lifts it for timed
@@ -55,6 +56,9 @@ COMPOSITE = {
     "stack.default": ("wrapper_CUDA_cat", lambda a: [("tensors", t) for t in a[0]]),
     "mv.default": ("wrapper_CUDA_addmv_", lambda a: [("self", a[1]), ("mat", a[0]), ("vec", a[1])]),
 }
+#: Operations that take a CPU tensor next to GPU ones by design (their GPU kernels read it on the host): run as
+#: they are. ``_pack_padded_sequence`` wants its ``lengths`` on the CPU and returns ``batch_sizes`` there.
+HOST_ARGUMENTS = frozenset({"_pack_padded_sequence.default"})
 #: Element-wise operations without the ``pointwise`` tag that run on TensorIterator's device check.
 ELEMENTWISE = frozenset({"mse_loss.default", "smooth_l1_loss.default"})
 #: Convolution backends chosen for a CPU input that call a kernel checking each argument.
@@ -172,9 +176,13 @@ class _DeviceChecks(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not _mixed(args, kwargs):
-            return func(*args, **kwargs)
         name = func.__name__
+        if name in HOST_ARGUMENTS or not _mixed(args, kwargs):
+            return func(*args, **kwargs)
+        if name == "index.Tensor" and args[0].is_cpu:
+            _check_index_devices(args[0], args[1])
+        if func.overloadpacket.__name__ in ("masked_fill", "masked_fill_"):
+            return _masked_fill(func, args, kwargs)
         if name in PER_ARGUMENT:
             _check_in_order(_per_argument(func, args, kwargs), PER_ARGUMENT[name])
         elif name in COMPOSITE:
@@ -241,6 +249,26 @@ def _check_in_order(named: Iterable[tuple[str, Optional[torch.Tensor]]], method:
             common = t.device
         elif t.device != common:
             _raise(per_argument_message(arg_name, t.device, common, method))
+
+
+def _check_index_devices(data: torch.Tensor, indices: Any) -> None:
+    """``x[idx]`` reads with indices on the CPU or on ``x``'s device (``check_indices_on_cpu_or_selfdevice`` in
+    ATen's ``TensorAdvancedIndexing.cpp``): a GPU index into CPU data is refused."""
+    if any(t.device != data.device and not t.is_cpu for t in _tensors(indices)):
+        _raise(f"indices should be either on cpu or on the same device as the indexed tensor ({data.device})")
+
+
+def _masked_fill(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``masked_fill__cuda``: the mask on the tensor's device (no pass for a 0-dim mask); a value tensor is 0-dim
+    and read as a number, wherever it is."""
+    named = {arg.name: value for arg, value in _arguments(func, args, kwargs)}
+    self, mask, value = named["self"], named["mask"], named["value"]
+    if mask.device != self.device:
+        _raise(f"expected self and mask to be on the same device, but got mask on {mask.device} and self on "
+               f"{self.device}")
+    if isinstance(value, torch.Tensor) and value.is_cpu and self.is_meta and value.dim() == 0:
+        value = value.to(self.device)
+    return func(self, mask, value)
 
 
 def _check_elementwise(func: Any, args: tuple, kwargs: dict) -> None:

@@ -5,7 +5,8 @@ launch. ``torch.utils.benchmark.Timer`` reads its clock through a ``timer`` func
 synchronises the *current* accelerator in recent releases, only CUDA or XPU in older ones (2.7),
 and never a device that is not current. :func:`time_it` passes a timer that synchronises exactly
 the device the work runs on, once per block of calls, on every PyTorch the course supports. It is the
-course's one way of timing: :func:`course_utils.transfer.seconds_per_call` is its median.
+course's one way of timing: :func:`course_utils.transfer.seconds_per_call` is its median. The stand-in GPU
+(:mod:`course_utils.standin`, on in CPU-only lessons) is paused while it measures: it would see every torch call.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Callable
 import torch
 
 from . import device as _device
+from . import standin
 
 
 @dataclass(frozen=True)
@@ -45,15 +47,18 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
 
     Returns:
         A :class:`Timing` with the median seconds per call.
+
+    The stand-in GPU (:mod:`course_utils.standin`) is paused meanwhile, so ``fn`` runs as it would without it.
     """
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
     device = torch.device(device) if device is not None else torch.device("cpu")
-    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
-                            timer=synchronized_clock(device),
-                            num_threads=num_threads or torch.get_num_threads(),
-                            label=label or getattr(fn, "__name__", "call"))
-    m = timer.blocked_autorange(min_run_time=min_run_time)
+    with standin.paused():
+        timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
+                                timer=synchronized_clock(device),
+                                num_threads=num_threads or torch.get_num_threads(),
+                                label=label or getattr(fn, "__name__", "call"))
+        m = timer.blocked_autorange(min_run_time=min_run_time)
     return Timing(label or getattr(fn, "__name__", "call"), m.median, m.iqr, len(m.times))
 
 

@@ -2,14 +2,23 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 
 from course_utils import device as dev
-from course_utils import runtime
+from course_utils import runtime, standin
 from course_utils.grading import simulated_accelerator
+
+
+@pytest.fixture(autouse=True)
+def stand_in_switched_off_after(monkeypatch):
+    """``setup()`` on a CPU switches the stand-in GPU on in this thread: the next test starts without it."""
+    monkeypatch.setattr(standin, "_note_pending", standin._note_pending)
+    yield
+    standin.disable()
 
 
 def test_cpu_only_machine_picks_cpu(monkeypatch):
@@ -145,3 +154,57 @@ def test_the_banner_does_not_create_a_cuda_context(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Props())
     monkeypatch.setattr(torch.cuda, "mem_get_info", no_context)
     assert dev.describe(torch.device("cuda", 0)) == "Some GPU, 16.0 GiB"
+
+
+# --- the stand-in GPU: setup() switches it on where the lessons put on `meta` what a GPU learner puts on cuda:0 ---
+
+def _mix() -> str:
+    """What mixing a meta and a CPU tensor says in this thread."""
+    with pytest.raises(RuntimeError) as info:
+        torch.ones(3, device="meta") + torch.ones(3)
+    return str(info.value)
+
+
+def test_setup_on_a_cpu_only_machine_switches_the_stand_in_on(monkeypatch, capsys):
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(standin, "_note_pending", False)
+    assert not standin.is_enabled() and _mix() == "Tensor on device cpu is not on the expected device meta!"
+    assert runtime.setup("06") == torch.device("cpu")
+    assert standin.is_enabled() and _mix() == standin.elementwise_message()
+    assert runtime.STAND_IN_LINE in capsys.readouterr().out.splitlines()
+    assert len(runtime.STAND_IN_LINE) <= 100 and "'meta' plays cuda:0" in runtime.STAND_IN_LINE
+    runtime.setup("06")                                  # a second setup cell: still on, once
+    assert standin.is_enabled()
+    standin.disable()
+    assert _mix() == "Tensor on device cpu is not on the expected device meta!"
+
+
+def test_the_stand_in_is_on_in_the_thread_that_ran_setup_only(monkeypatch):
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.setattr(standin, "_note_pending", False)
+    runtime.setup()
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(_mix()))
+    worker.start()
+    worker.join()
+    assert seen == ["Tensor on device cpu is not on the expected device meta!"] and standin.is_enabled()
+
+
+def test_setup_with_an_accelerator_leaves_the_stand_in_off(capsys):
+    standin.enable()                                     # as an earlier setup on the CPU would have left it
+    with simulated_accelerator("meta"):                  # the device choice finds an accelerator
+        device = runtime.setup("06")
+    assert device.type != "cpu" and not standin.is_enabled()
+    assert runtime.STAND_IN_LINE not in capsys.readouterr().out
+
+
+def test_setup_switches_it_on_when_the_course_device_is_the_cpu_beside_an_accelerator(monkeypatch, capsys):
+    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")            # the lessons then use meta as their second device
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("meta"))
+    assert runtime.setup("06") == torch.device("cpu") and standin.is_enabled()
+    out = capsys.readouterr().out
+    assert "chose the CPU" in out and runtime.STAND_IN_LINE in out

@@ -14,7 +14,7 @@ from torch import nn
 from course_utils import inventory
 from course_utils.inventory import (BATCH, BUFFER, GRADIENT, MORE, OPTIMIZED, OTHER, PARAMETER, PLAIN, STATE,
                                     TENSOR, TENSOR_ROLES, UNREGISTERED, Inventory, initialised, key_text,
-                                    moves_itself, walk)
+                                    by_variable, moves_itself, walk)
 from nbtools import ROOT
 
 
@@ -168,11 +168,23 @@ def test_tensor_roles_are_exactly_those_with_a_tensor_value():
         assert isinstance(found.value, torch.Tensor) == (found.role in TENSOR_ROLES), found
 
 
+def test_by_variable_gives_the_devices_of_each_variable_the_names_asked_for_first():
+    model = nn.Linear(1, 1).to("meta")
+    model.scale = torch.ones(1)                      # a plain attribute, on the CPU
+    namespace = {"x": torch.ones(1), "model": model, "n": 3, "_hidden": torch.ones(1), "words": ["a"],
+                 "batch": {"y": torch.ones(1, device="meta")}, 7: torch.ones(1)}
+    assert list(by_variable(namespace)) == [("x", {"cpu"}), ("model", {"cpu", "meta"}), ("batch", {"meta"})]
+    first = [name for name, _ in by_variable(namespace, first=["batch", "gone", "n", "model"])]
+    assert first == ["batch", "model", "x"]          # asked for first, in that order; absent and tensor-less left out
+    big = {"many": [torch.ones(1)] * 5 + [torch.ones(1, device="meta")]}
+    assert list(by_variable(big, per_variable=5)) == [("many", {"cpu"})]   # looks at the first 5 tensors only
+
+
 def test_the_collector_imports_only_torch_and_the_standard_library():
     tree = ast.parse((ROOT / "course_utils" / "inventory.py").read_text(encoding="utf-8"))
     modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     modules |= {n.module.split(".")[0] for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) and n.module and not n.level}
     assert not any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
-    assert modules <= {"__future__", "reprlib", "collections", "typing", "torch"}, modules
+    assert modules <= {"__future__", "reprlib", "collections", "itertools", "typing", "torch"}, modules
     assert set(inventory.__all__) <= set(vars(inventory))

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import course_utils as cu
+from course_utils import standin
 
 
 @pytest.mark.parametrize("answer, says", [
@@ -87,3 +88,26 @@ def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer
     """Lessons 01, 02 and 05 ask for a whole number: one check (`expect_int`), the exercise's own advice."""
     result = cu.check(exercise_id, answer)
     assert not result.passed and says in result.feedback and "you returned" in result.feedback, result.feedback
+
+
+def test_section_4_meta_alone_and_the_stand_in(monkeypatch):
+    """What section 4 says `meta` alone does with CPU tensors (PyTorch's quirk), and that the stand-in the setup
+    cell switches on raises what a GPU raises instead."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    x, w = torch.randn(4, 3), torch.randn(5, 3, device="meta")
+    mixes = [lambda: x @ w.T, lambda: x + w[:4], lambda: w.index_select(0, torch.tensor([0, 2]))]
+    assert mixes[0]().device.type == "cpu"                               # values nobody computed
+    with pytest.raises(RuntimeError, match="^Tensor on device meta is not on the expected device cpu!$"):
+        mixes[1]()
+    assert mixes[2]().device.type == "meta"
+    monkeypatch.setattr(standin, "_note_pending", False)
+    standin.enable()
+    try:
+        for mix in mixes:
+            with pytest.raises(RuntimeError, match="^Expected all tensors to be on the same device"):
+                mix()
+    finally:
+        standin.disable()
+    text = " ".join(" ".join(source(c).split()) for c in load(NOTEBOOK_DIR / "01_tensors.ipynb")["cells"])
+    assert "`Tensor on device meta is not on the expected device cpu!`" in text
+    assert "(`course_utils.standin`)" in text and "cu.standin.paused()" in text

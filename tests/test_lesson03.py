@@ -10,8 +10,10 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 import course_utils as cu
+from course_utils import standin
 from course_utils.lessons.l03_to_device import prepare, to_device
 from simulated_devices import per_argument_message
+from test_standin import stand_in  # noqa: F401  (fixture: the stand-in on, without its one-time note)
 
 
 def _fails_with(exercise_id, answer, says):
@@ -384,12 +386,17 @@ def test_device_objects_and_strings():
     assert repr(t.device) == "device(type='cpu')"
 
 
-def test_mixing_meta_and_cpu_messages():
+def test_mixing_meta_and_cpu_messages(stand_in):
+    """Section 1's `w * x` and section 6's `model(batch)` on a CPU-only machine: CUDA's wordings, `meta` for cuda:0."""
     w = torch.ones(6, device="meta")
-    with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta!"):
+    with pytest.raises(RuntimeError) as elementwise:
         w * torch.arange(6.0)
-    with pytest.raises(RuntimeError, match="Tensor on device meta is not on the expected device cpu!"):
-        nn.Linear(4, 1).to("meta")(torch.randn(2, 4))
+    with pytest.raises(RuntimeError) as linear:
+        nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1)).to("meta")(torch.randn(32, 4))
+    assert str(elementwise.value) == standin.elementwise_message("meta", "cpu")
+    assert str(linear.value) == per_argument_message("mat1", "cpu", "meta", "wrapper_CUDA_addmm")
+    cuda = [q.removeprefix("RuntimeError: ") for q in _quotes_after("w * x")]
+    assert str(elementwise.value).replace("meta", "cuda:0") in cuda      # what the notebook quotes for CUDA
 
 
 def test_module_to_is_in_place_and_moves_buffers():

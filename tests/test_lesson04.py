@@ -9,7 +9,9 @@ import pytest
 import torch
 
 import course_utils as cu
+from course_utils import standin
 from course_utils.grading import simulated_accelerator
+from test_standin import stand_in  # noqa: F401  (fixture: the stand-in on, without its one-time note)
 
 CUDA = torch.cuda.is_available()
 CUDA_BUILT = torch.backends.cuda.is_built()
@@ -278,9 +280,27 @@ def test_simulation_as_shown_in_the_notebook():
     assert (torch.cuda.is_available(), accelerator_or_cpu()) == before
 
 
-def test_cpu_mask_meets_meta_scores():
-    with pytest.raises(RuntimeError, match="Tensor on device meta is not on the expected device cpu!"):
+def test_cpu_mask_meets_meta_scores(stand_in):
+    """Section 6's CPU mask meets scores on the stand-in: the message a CUDA GPU gives, which names the mask."""
+    with pytest.raises(RuntimeError) as info:
         mask_on_default_device(torch.zeros(3, 3, device="meta"))
+    assert str(info.value) == "expected self and mask to be on the same device, but got mask on cpu and self on meta"
+    text = " ".join(_markdown_after("mask_future_cpu(torch.zeros(3, 3, device=").split())
+    assert str(info.value).replace("meta", "cuda:0") in text and "the stand-in says `meta` for `cuda:0`" in text
+
+
+def test_a_cpu_generator_for_meta_runs_also_with_the_stand_in(stand_in):
+    """Section 7: meta draws no numbers, and the stand-in checks tensors, not generators."""
+    assert torch.randn(3, device="meta", generator=torch.Generator()).device.type == "meta"
+    with pytest.raises(RuntimeError, match="META device type not an accelerator"):
+        torch.Generator(device="meta")
+
+
+def _markdown_after(code_contains: str) -> str:
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "04_cuda.ipynb")["cells"]
+    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and code_contains in source(c))
+    return source(cells[at + 1])
     assert torch.equal(mask_on_default_device(torch.zeros(3, 3)),
                        torch.tensor([[0, INF, INF], [0, 0, INF], [0, 0, 0]]))
 

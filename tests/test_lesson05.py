@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import course_utils as cu
+from course_utils import standin
 
 
 def _dev(x):
@@ -322,13 +323,21 @@ def test_fact_module_to_moves_parameters_and_buffers_in_place():
     assert {t.device.type for t in itertools.chain(model.parameters(), model.buffers())} == {"meta"}
 
 
-def test_fact_split_model_error_and_first_parameter():
-    """The notebook's split model must raise (a bias-free Linear on meta would not: mm does not check)."""
+def test_fact_split_model_error_and_first_parameter(monkeypatch):
+    """The notebook's split model must raise (a bias-free Linear on meta alone would not: mm does not check)."""
     half = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
     half[2].to("meta")
     assert next(half.parameters()).device.type == "cpu"
     with pytest.raises(RuntimeError, match="Tensor on device meta is not on the expected device cpu!"):
-        half(torch.randn(3, 4))
+        half(torch.randn(3, 4))                 # meta alone: with a GPU, setup leaves the stand-in off
+    monkeypatch.setattr(standin, "_note_pending", False)
+    standin.enable()                            # without one, the stand-in: CUDA's per-argument wording
+    try:
+        with pytest.raises(RuntimeError) as info:
+            half(torch.randn(3, 4))
+    finally:
+        standin.disable()
+    assert str(info.value) == standin.per_argument_message("mat1", "cpu", "meta", "wrapper_CUDA_addmm")
 
 
 def test_fact_state_dict_leaves_out_non_persistent_buffers():

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 import course_utils as cu
+from course_utils import standin
 from course_utils.mismatch import explain_devices, save_as_gpu_checkpoint
 
 
@@ -349,12 +350,41 @@ def _message(fn):
     return str(info.value)
 
 
-def test_meta_mismatch_messages_are_exactly_as_quoted():
+def _notebook_text() -> str:
+    from nbtools import NOTEBOOK_DIR, load, source
+    return " ".join(" ".join(source(c).split()) for c in load(NOTEBOOK_DIR / "06_mismatch_errors.ipynb")["cells"])
+
+
+def test_meta_alone_says_what_section_1_quotes():
     cpu, meta = torch.ones(3), torch.ones(3, device="meta")
     assert _message(lambda: meta + cpu) == "Tensor on device cpu is not on the expected device meta!"
-    assert _message(lambda: cpu + meta) == "Tensor on device meta is not on the expected device cpu!"
+    assert "`Tensor on device cpu is not on the expected device meta!`" in _notebook_text()
+    product = torch.randn(8, 3) @ torch.randn(2, 3, device="meta").T     # no bias: no error, a CPU tensor
+    assert product.device.type == "cpu"
+
+
+def test_the_stand_in_says_what_a_gpu_says_in_section_1(monkeypatch):
+    """The lesson's deliberate errors on a CPU-only machine: CUDA's wordings with meta for cuda:0, the first one
+    with the note that says where it comes from."""
+    monkeypatch.setattr(standin, "_note_pending", True)
+    a, b = torch.ones(3, device="meta"), torch.ones(3)
     layer = nn.Linear(4, 2).to("meta")
-    assert _message(lambda: layer(torch.randn(8, 4))) == "Tensor on device meta is not on the expected device cpu!"
+    standin.enable()
+    try:
+        first, again = _message(lambda: a + b), _message(lambda: a + b)
+        linear = _message(lambda: layer(torch.randn(8, 4)))
+        zero_dim = _message(lambda: torch.addmm(torch.tensor(1.0), torch.ones(2, 2, device="meta"),
+                                                torch.ones(2, 2, device="meta")))
+        index = _message(lambda: torch.arange(6.0)[torch.tensor([0, 2, 4], device="meta")])
+    finally:
+        standin.disable()
+    gpu = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+    assert first == f"{gpu.replace('cuda:0', 'meta')}\n{standin.NOTE}" and again == gpu.replace("cuda:0", "meta")
+    assert f"`RuntimeError: {gpu}`" in _notebook_text()
+    assert linear == standin.per_argument_message("mat1", "cpu", "meta", "wrapper_CUDA_addmm")
+    assert zero_dim == standin.per_argument_message("mat1", "meta", "cpu", "wrapper_CUDA_addmm")
+    assert index == "indices should be either on cpu or on the same device as the indexed tensor (cpu)"
+    assert f"`RuntimeError: {index}`" in _notebook_text()
 
 
 def test_tensor_to_without_assignment_leaves_the_tensor_alone():

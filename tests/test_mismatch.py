@@ -161,6 +161,60 @@ def test_optimizer_that_tracks_tensors_the_model_no_longer_uses():
     assert report.warnings == ["optimizer param #0", "optimizer param #1"]
 
 
+def test_the_headline_says_what_the_rows_show_group_by_group():
+    """Lesson 06's optimizer cell: two meta parameters, eight CPU rows of an optimizer left behind."""
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+    model.to("meta")
+    report = explain_devices(model, optimizer=opt)
+    assert report.headline() == ("All 2 tensors of the model are on meta. The optimizer's 8 tensors are on cpu. "
+                                 "Watch out for optimizer param #0, optimizer param #1: see the notes.")
+    state = [e for e in report.entries if e.kind == "optimizer state"]
+    assert len(state) == 8 and {e.device for e in state} == {"cpu"}
+    assert all(e.status != "ok" for e in state)      # no ✔ next to the state of a parameter the model left behind
+    assert entry(report, "optimizer param #0 (exp_avg)").note == ("next to optimizer param #0, which the model "
+                                                                  "no longer uses")
+
+
+def test_the_headline_counts_every_row_and_names_each_device():
+    report = explain_devices(nn.Linear(2, 2).to("meta"), {"x": torch.ones(2, device="meta"), "lr": torch.tensor(0.1)})
+    assert report.headline() == "3 of 4 tensors are on meta. lr may stay on cpu: see the notes."
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+    for state in opt.state.values():
+        state["exp_avg"] = state["exp_avg"].to("meta")
+    headline = explain_devices(model, optimizer=opt).headline()
+    assert headline.startswith("All 2 tensors of the model are on cpu. The optimizer's 6 tensors are on cpu (4) "
+                               "and meta (2). Optimizer state not next to its parameter: ")
+
+
+def test_rows_left_out_say_which_device_they_are_on():
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()                                        # fine state, next to its CPU parameters
+    report = explain_devices(model, optimizer=opt, device="meta")
+    assert report.mismatches == ["bias", "weight"]
+    assert "... and 4 more tensors on cpu, all fine" in report.text(max_rows=4)     # not "on meta"
+
+
+def test_text_wraps_at_spaces_and_html_between_words():
+    model = Classifier().to("meta")
+    model.head = nn.Linear(8, 3)
+    report = explain_devices(model, {"x": torch.randn(2, 4), "lengths": torch.tensor([3, 2])}, device="meta")
+    text = report.text()
+    assert max(len(line) for line in text.splitlines()) <= mismatch.WIDTH
+    flat = " ".join(text.split())
+    for said in report.suggestions + [report.headline()] + [e.note for e in report.entries if e.note]:
+        assert " ".join(said.split()) in flat           # every word whole: broken only at spaces
+    page = report._repr_html_()
+    assert "break-all" not in page and "anywhere" not in page and "word-break:normal" in page
+
+
 def test_long_reports_hide_only_fine_rows():
     model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(40)])
     report = explain_devices(model, {"x": torch.ones(2, device="meta")}, device="cpu")

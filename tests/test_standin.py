@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import course_utils as cu
 from course_utils import standin
 from course_utils.standin import convolution_message, elementwise_message, per_argument_message
 
@@ -67,6 +68,14 @@ MIXED = [
     ("x @ w.T", lambda d: cpu(4, 3) @ on(d, 5, 3).T, per_arg("mat2", "meta", "cpu", "wrapper_CUDA_mm")),
     ("w @ x", lambda d: on(d, 5, 3) @ cpu(3, 4), per_arg("mat2", "cpu", "meta", "wrapper_CUDA_mm")),
     ("torch.mm", lambda d: torch.mm(cpu(4, 3), on(d, 3, 5)), per_arg("mat2", "meta", "cpu", "wrapper_CUDA_mm")),
+    ("CPU data, GPU index", lambda d: cpu(6)[torch.tensor([0, 2], device=d)],
+     "indices should be either on cpu or on the same device as the indexed tensor (cpu)"),
+    ("masked_fill with a CPU mask", lambda d: on(d, 3, 3).masked_fill(cpu(3, 3) > 0, 0.0),
+     "expected self and mask to be on the same device, but got mask on cpu and self on meta"),
+    ("masked_fill_ with a CPU mask", lambda d: on(d, 3, 3).masked_fill_(cpu(3, 3) > 0, 0.0),
+     "expected self and mask to be on the same device, but got mask on cpu and self on meta"),
+    ("masked_fill, CPU data, GPU mask", lambda d: cpu(3, 3).masked_fill(on(d, 3, 3) > 0, 0.0),
+     "expected self and mask to be on the same device, but got mask on meta and self on cpu"),
     ("torch.bmm", lambda d: torch.bmm(cpu(2, 4, 3), on(d, 2, 3, 5)),
      per_arg("mat2", "meta", "cpu", "wrapper_CUDA_bmm")),
     ("batched @ matrix", lambda d: cpu(2, 4, 3) @ on(d, 3, 5), per_arg("mat2", "meta", "cpu", "wrapper_CUDA_mm")),
@@ -219,6 +228,11 @@ def _set(x: torch.Tensor, index: torch.Tensor, value) -> torch.Tensor:
     return x
 
 
+def _packed(padded: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    packed = nn.utils.rnn.pack_padded_sequence(padded, lengths, batch_first=True)
+    return packed.data, packed.batch_sizes
+
+
 #: Calls a GPU accepts too, and the devices of what they return.
 EDGES = {
     "0-dim CPU tensor + GPU tensor": (lambda: torch.tensor(2.0) + on("meta", 4, 3), ["meta"]),
@@ -231,6 +245,10 @@ EDGES = {
     "x[cpu_mask] = 0-dim CPU tensor": (
         lambda: _set(on("meta", 4, 3), torch.ones(4, dtype=torch.bool), torch.tensor(0.0)), ["meta"]),
     "x[cpu_index] = GPU tensor": (lambda: _set(on("meta", 4, 3), torch.tensor([1]), on("meta", 3)), ["meta"]),
+    "pack_padded_sequence with CPU lengths": (lambda: _packed(on("meta", 3, 5, 2), torch.tensor([5, 3, 2])),
+                                              ["meta", "cpu"]),
+    "masked_fill with a 0-dim CPU value": (
+        lambda: on("meta", 3).masked_fill(on("meta", 3) > 0, torch.tensor(1.0)), ["meta"]),
     "x.copy_(cpu)": (lambda: on("meta", 4, 3).copy_(cpu(4, 3)), ["meta"]),
     "torch.broadcast_tensors": (lambda: torch.broadcast_tensors(on("meta", 4, 3), cpu(3)), ["meta", "cpu"]),
 }
@@ -414,3 +432,68 @@ def test_the_elementwise_ops_leave_the_device_check_to_tensoriterator(native_fun
     packet, _, name = overload.partition(".")
     op = getattr(getattr(torch.ops.aten, packet), name)
     assert overload in standin.ELEMENTWISE or torch.Tag.pointwise in op.tags
+
+
+# --- checks run as the grader runs them: with the stand-in paused -------------------------------------
+
+def _mask_on_the_cpu(scores):              # lesson 04's bug: the mask made on the default device
+    n = scores.shape[-1]
+    return scores.masked_fill(torch.triu(torch.ones(n, n), diagonal=1).bool(), float("-inf"))
+
+
+class _MatrixMadeInForward(nn.Module):    # a CPU matrix meets the input in `mm`: meta alone lets it through
+    def __init__(self, features):
+        super().__init__()
+
+    def forward(self, x):
+        return x @ torch.diag(torch.full((x.shape[-1],), 2.0, dtype=x.dtype))
+
+
+class _PlainAttribute(nn.Module):         # the constant stays on the CPU: element-wise mixing
+    def __init__(self, features):
+        super().__init__()
+        self.scale = torch.full((features,), 2.0)
+
+    def forward(self, x):
+        return x * self.scale
+
+
+#: Answers that mix meta and CPU tensors (and, for contrast, references that pass).
+ANSWERS = {
+    "04.mask_future, mask on the CPU": ("04.mask_future", _mask_on_the_cpu),
+    "06.scaler, matrix made in forward": ("06.scaler", _MatrixMadeInForward),
+    "06.scaler, plain attribute": ("06.scaler", _PlainAttribute),
+    "01.blank_like, plain zeros": ("01.blank_like", lambda t: torch.zeros(t.shape)),
+    "04.mask_future, reference": ("04.mask_future", cu.exercises.get_exercise("04.mask_future").reference),
+    "06.scaler, reference": ("06.scaler", cu.exercises.get_exercise("06.scaler").reference),
+}
+
+
+@pytest.mark.parametrize("name", list(ANSWERS))
+def test_check_gives_the_same_verdict_with_the_stand_in_on(monkeypatch, name):
+    """Check in a notebook (stand-in on, after a CPU setup) and the batch grader (never on) agree, to the word."""
+    exercise_id, answer = ANSWERS[name]
+    monkeypatch.setattr(standin, "_note_pending", True)
+    off = cu.check(exercise_id, answer)
+    standin.enable()
+    try:
+        on = cu.check(exercise_id, answer)
+        assert standin.is_enabled()
+    finally:
+        standin.disable()
+    assert (on.status, on.feedback, on.printed) == (off.status, off.feedback, off.printed)
+    assert standin._note_pending            # the stand-in raised nothing while the answer was checked
+
+
+def test_without_the_pause_those_answers_would_meet_the_stand_in(stand_in):
+    """The control: unpaused, the stand-in answers the same mixes in other words than meta alone."""
+    scores = torch.zeros(3, 3, device="meta")
+    with pytest.raises(RuntimeError) as unpaused:
+        _mask_on_the_cpu(scores)
+    with standin.paused(), pytest.raises(RuntimeError) as paused:
+        _mask_on_the_cpu(scores)
+    assert str(unpaused.value) != str(paused.value)
+    with pytest.raises(RuntimeError):
+        _MatrixMadeInForward(3)(torch.ones(2, 3, device="meta"))
+    with standin.paused():
+        assert _MatrixMadeInForward(3)(torch.ones(2, 3, device="meta")).device.type == "meta"

@@ -20,7 +20,9 @@ from course_utils.exercises import _restore_default_device
 from torch import nn
 from torch.overrides import _get_current_function_mode_stack
 
+from course_utils import standin
 from course_utils.lessons.l01_tensors import nbytes
+from test_standin import stand_in  # noqa: F401  (fixture: the stand-in on, without its one-time note)
 
 cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -95,6 +97,16 @@ def test_restoring_cpu_leaves_a_function_mode_and_none_removes_it(restore_defaul
     torch.set_default_device(None)
     assert len(_get_current_function_mode_stack()) == 0
     assert torch.empty(0).device == torch.device("cpu")
+
+
+def test_lesson_01_counts_the_default_devices_layer_above_the_stand_ins(stand_in, restore_default_device):
+    """Lesson 01 counts layers above those already there (the stand-in is a function mode too)."""
+    before = len(_get_current_function_mode_stack())
+    assert before == 1
+    torch.set_default_device("cpu")
+    assert len(_get_current_function_mode_stack()) - before == 1
+    torch.set_default_device(None)
+    assert len(_get_current_function_mode_stack()) - before == 0
 
 
 def test_the_lessons_restore_pattern_leaves_no_mode(restore_default_device):
@@ -185,6 +197,14 @@ def test_optimizer_load_state_dict_moves_the_state_to_the_parameters_device():
 def test_meta_lets_a_zero_dim_cpu_tensor_into_addmm():
     m = torch.ones(2, 2, device="meta")
     assert torch.addmm(torch.tensor(1.0), m, m).device.type == "meta"
+
+
+def test_the_stand_in_refuses_a_zero_dim_cpu_tensor_in_addmm_as_cuda_does(stand_in):
+    """Lesson 06, section 8: `addmm` and its kind refuse the 0-dim pass on a GPU and on the stand-in."""
+    m = torch.ones(2, 2, device="meta")
+    assert raised(lambda: torch.addmm(torch.tensor(1.0), m, m)) == per_argument_message(
+        "mat1", "meta", "cpu", "wrapper_CUDA_addmm")
+    assert (m * torch.tensor(2.0)).device.type == "meta"                 # element-wise: the pass holds
 
 
 @pytest.mark.gpu
@@ -312,13 +332,31 @@ def test_factory_functions_allocate_on_the_default_device(restore_default_device
     assert torch.randn(2).device.type == "meta"
 
 
-# --- item 9: meta is more lenient than CUDA ----------------------------------------------------------
+# --- item 9: meta alone is more lenient than CUDA; the course's stand-in is not ------------------------
 
 def test_meta_accepts_cpu_indices_in_index_select_and_gather():
     index = torch.tensor([0, 2])
     assert torch.zeros(4, device="meta").index_select(0, index).device.type == "meta"
     gathered = torch.gather(torch.ones(3, 3, device="meta"), 0, torch.zeros(1, 3, dtype=torch.long))
     assert gathered.device.type == "meta"
+
+
+def test_the_stand_in_refuses_cpu_indices_in_index_select_and_gather(stand_in):
+    index = torch.tensor([0, 2])
+    assert raised(lambda: torch.zeros(4, device="meta").index_select(0, index)) == per_argument_message(
+        "index", "cpu", "meta", "wrapper_CUDA__index_select")
+    assert raised(lambda: torch.gather(torch.ones(3, 3, device="meta"), 0, torch.zeros(1, 3, dtype=torch.long))) \
+        == per_argument_message("index", "cpu", "meta", "wrapper_CUDA_gather")
+
+
+def test_meta_alone_returns_a_cpu_product_the_stand_in_refuses(stand_in):
+    """Lessons 01 and 06: `x @ w.T` with `w` on meta runs on meta alone and hands back a CPU tensor."""
+    x, w = torch.randn(4, 3), torch.randn(5, 3, device="meta")
+    with standin.paused():
+        assert (x @ w.T).device.type == "cpu"
+        assert raised(lambda: x + w[:4]) == "Tensor on device meta is not on the expected device cpu!"
+    assert raised(lambda: x @ w.T) == per_argument_message("mat2", "meta", "cpu", "wrapper_CUDA_mm")
+    assert raised(lambda: x + w[:4]) == standin.elementwise_message()
 
 
 @pytest.mark.gpu
@@ -383,8 +421,7 @@ def test_every_notebook_says_which_versions_its_messages_are_quoted_from(path):
             "those versions, each form is labelled with the versions that print it.") in opening
 
 
-@pytest.mark.parametrize("number, arg, method", [("01", "index", "wrapper_CUDA__index_select"),
-                                                 ("03", "mat1", "wrapper_CUDA_addmm"),
+@pytest.mark.parametrize("number, arg, method", [("03", "mat1", "wrapper_CUDA_addmm"),
                                                  ("06", "mat1", "wrapper_CUDA_addmm")])
 def test_per_argument_wordings_are_quoted_for_each_version(number, arg, method):
     """Both wordings of CUDA's per-argument check are quoted, each after the versions that print it."""
@@ -396,10 +433,12 @@ def test_per_argument_wordings_are_quoted_for_each_version(number, arg, method):
     assert text.rindex("PyTorch 2.7", 0, text.index(older)) < text.index(older)
 
 
-def test_lesson_06_quotes_the_zero_dim_addmm_wording_of_each_version():
-    text = _text("06", "code")
-    assert per_argument_message("mat1", "cuda:0", "cpu", "wrapper_CUDA_addmm", "2.8.0") in text
-    assert per_argument_message("mat1", "cuda:0", "cpu", "wrapper_CUDA_addmm", "2.7.0") in text
+def test_lessons_01_and_06_show_live_messages_where_they_quoted_cuda_for_a_cpu_only_machine():
+    """With the stand-in, a CPU-only learner sees the GPU's error itself: lesson 01's index_select and lesson
+    06's 0-dim `addmm` no longer print a quoted CUDA message for lack of a GPU."""
+    assert "wrapper_CUDA__index_select" not in _text("01")
+    assert "No GPU here. On a CUDA GPU it raises" not in _text("06", "code")
+    assert "wrapper_CUDA_addmm" not in _text("06", "code")
 
 
 @pytest.mark.gpu
