@@ -11,7 +11,7 @@ Sections:
   copy       lesson 07's host copy bandwidth against NumPy's large-array copy
   import     cost of `import course_utils` on top of `import torch`
   errors     cu.explain_error on 100 kB and 1 MB pasted tracebacks (budget: 50 ms for 100 kB)
-  standin    cost of the stand-in GPU (course_utils.standin) on lesson 02's and 07's timed CPU code
+  standin    cost of the stand-in GPU (course_utils.standin) on lessons 02, 07 and 08's timed CPU code
   memory     peak resident memory of a kernel running each notebook (for sizing JupyterHub users)
   grading    a class graded with `python -m course_utils grade`: STUDENTS x every lesson, solved,
              --jobs 1 and 2 (set COURSE_BENCH_STUDENTS; default 100)
@@ -150,7 +150,7 @@ def errors(repeats: int = 21) -> list[str]:
 
 
 def standin(repeats: int = 15) -> list[str]:
-    """Lessons 02 and 07's timed CPU code with the stand-in GPU off, on, and on but paused (as in timed code),
+    """Lessons 02, 07 and 08's timed CPU code with the stand-in GPU off, on, and on but paused (as in timed code),
     timed by hand (the course's timing helpers pause it), in alternating repeats: the fastest repeat of each,
     which other programs on a busy machine disturb least, as a ratio to off. One thread, for steadier figures."""
     import torch
@@ -187,9 +187,19 @@ def standin(repeats: int = 15) -> list[str]:
         for _ in range(100):
             big.to(big.device)
 
+    net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    batch, labels = torch.randn(16, 32), torch.randint(0, 10, (16,))
+
+    def training_steps() -> None:
+        for _ in range(4):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(batch), labels).backward()
+            opt.step()
+
     cases = {"02: n×n matmuls, n = 16 to 256": matmul_sweep, "02: tiny adds, 1 to 10,000 elements": tiny_adds,
              "02: `(x * 2).sum()` loop on the device": on_device_loop, "07: host copies, 64 kB to 4 MiB": host_copies,
-             "07: `.to(same device)`, 16 MiB": same_device_to}
+             "07: `.to(same device)`, 16 MiB": same_device_to, "08: 4 training steps, a small MLP": training_steps}
     rows = ["| timed code (CPU) | off (per loop) | on / off | on, paused / off |", "|---|---:|---:|---:|"]
     was_on, threads = stand_in.is_enabled(), torch.get_num_threads()
     stand_in.disable()

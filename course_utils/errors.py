@@ -38,6 +38,7 @@ FIELD_GUIDE = "08_field_guide"
 #: Family key -> (notebook, section) that teaches it. Update here when a lesson starts teaching one.
 LESSONS: dict[str, tuple[str, str]] = {
     "devices": ("06_mismatch_errors", "1. Meet the error"),
+    "no-kernel": ("06_mismatch_errors", "1. Meet the error"),
     "data-parallel": (FIELD_GUIDE,
                       "Checkpoints from DataParallel / DDP › DataParallel wants the model on `cuda:0` first"),
     "optimizer-state": ("06_mismatch_errors", "6. Optimizer state"),
@@ -420,9 +421,19 @@ FAMILIES: tuple[Family, ...] = (
                  "the same check without the clause (libtorch_cpu.so 2.7, 2.8, 2.14); legacy type names as PyTorch "
                  "prints them"),
          Wording("Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same",
-                 "a CPU input and a CUDA model when the MKLDNN backend is not used (e.g. one small "
-                 "image); every version",
-                 "Convolution.cpp, use_mkldnn (libtorch_cpu.so 2.7, 2.8, 2.14)"),
+                 "a CPU input and a CUDA model in 1.x (learner reports); 2.7 to 2.14 never print it for a CPU input",
+                 "Convolution.cpp 2.x: a CPU input goes to MKLDNN, whose check adds the clause above, or to a slow "
+                 "kernel that checks each argument (below)"),
+         Wording("Expected all tensors to be on the same device, but got weight is on cuda:0, different from other "
+                 "tensors on cpu (when checking argument in method wrapper_CUDA___slow_conv2d_forward)",
+                 "2.8 and newer, on CUDA: one small image (no batch of them) through a `Conv2d` on the GPU, which "
+                 "PyTorch hands to its slow convolution kernel instead of MKLDNN",
+                 "Convolution.cpp: _select_conv_backend picks Slow2d, whose CUDA wrapper checks each argument; "
+                 "wrapper_CUDA___slow_conv2d_forward in libtorch_cuda.so 2.7, 2.8, 2.14"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0! "
+                 "(when checking argument for argument weight in method wrapper_CUDA___slow_conv2d_forward)",
+                 "2.7, on CUDA: the same small image",
+                 "adaption.cpp's 2.7 format (libtorch_cpu.so 2.7); the wrapper in libtorch_cuda.so 2.7"),
          Wording("Tensor for argument input is on cpu but expected on mps", _MAC,
                  "aten/src/ATen/native/mps/operations/Linear.mm; test/test_mps.py asserts it"),
          Wording("Tensor for argument weight is on cpu but expected on mps", _MAC,
@@ -446,6 +457,24 @@ FAMILIES: tuple[Family, ...] = (
         "Put everything on one device: move the model once with `model.to(device)` (in place) and each input "
         "with `x = x.to(device)` (`Tensor.to` returns a new tensor: keep the result). " + _SEE_WHERE,
         check=_devices_differ, tailor=_tailor_devices),
+    Family(
+        "no-kernel", "An operation with no kernel for the device it was sent to",
+        (r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<b>CUDA|MPS|XPU|HIP|Meta|CPU)' backend",),
+        (Wording("Could not run 'aten::slow_conv3d_forward' with arguments from the 'CUDA' backend. This could be "
+                 "because the operator doesn't exist for this backend, or was omitted during the selective/custom "
+                 "build process (if using custom build). ...",
+                 "2.7 to 2.14, on CUDA: one small volume (no batch of them) through a `Conv3d` on the GPU; PyTorch "
+                 "goes on with the backends the operator has and its whole dispatch table",
+                 "OperatorEntry::reportError, aten/src/ATen/core/dispatch/OperatorEntry.cpp: format pieces in "
+                 "libtorch_cpu.so 2.7 and 2.14; Convolution.cpp picks Slow3d for the CPU input, and "
+                 "libtorch_cuda.so 2.7, 2.8 and 2.14 have no slow_conv3d_forward kernel"),),
+        "PyTorch picks an operation's kernel by the devices of its tensors (a GPU tensor among CPU ones picks "
+        "the GPU's) and has no kernel of this operation there. Most often the tensors are on different devices: "
+        "the CPU input chose a CPU-only algorithm (a `Conv3d` given one small volume), then a weight on the GPU "
+        "sent it to the GPU, which lacks it. Less often the operation does not exist for that device at all.",
+        "Check each tensor in the failing line (`t.device`, or `cu.explain_devices(model, {\"x\": x})`) and put "
+        "them on one device, usually `x = x.to(device)`. If they already are, the operation has no kernel for "
+        "that device: run that step on the CPU (`.cpu()`, then move the result back)."),
     Family(
         "data-parallel", "DataParallel with its model off `device_ids[0]`",
         (r"module must have its parameters and buffers on device (?P<b>" + _DEV + r") \(device_ids\[0\]\) but found "

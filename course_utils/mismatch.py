@@ -19,7 +19,6 @@ from __future__ import annotations
 import html
 import inspect
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from . import inventory
 from .devicemap.model import ODD, DeviceMap, collect
 from .grading import safe_repr
 from .inventory import Found
-from .text import card, code_html
+from .text import WIDTH, card, code_html, wrapped
 
 __all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
 
@@ -147,9 +146,9 @@ class DeviceReport:
         """Plain text: a table (flagged rows always shown), the headline and the suggested fixes, wrapped at
         word boundaries to :data:`WIDTH` characters (a note too long for its row goes under it)."""
         title = "Device report" + (f": target {self.target} ({self.reason})" if self.target else "")
-        lines = _wrapped(title, "", "  ")
+        lines = wrapped(title, "", "  ")
         for p in self.problems:
-            lines += _wrapped(p, "  problem: ", "    ")
+            lines += wrapped(p, "  problem: ", "    ")
         rows, hidden = self._rows(max_rows)
         if rows:
             width = max(len(e.name) for e in rows)
@@ -163,14 +162,14 @@ class DeviceReport:
                     lines.append(f"{row}  <- {e.note}")
                 else:
                     lines.append(row)
-                    lines += _wrapped(e.note, "      <- ", "         ") if e.note else []
+                    lines += wrapped(e.note, "      <- ", "         ") if e.note else []
             if hidden:
                 lines.append(f"    ... and {len(hidden)} more tensors on {_where(hidden)}, all fine")
-        lines += _wrapped(self.headline(), "", "")
+        lines += wrapped(self.headline(), "", "")
         if self.suggestions:
             lines.append("How to fix:")
             for s in self.suggestions:
-                lines += _wrapped(s, "  - ", "    ")
+                lines += wrapped(s, "  - ", "    ")
         return "\n".join(lines)
 
     __str__ = text
@@ -227,8 +226,6 @@ class DeviceReport:
             return e.device == self.target
 
 
-#: The width the text view wraps its prose and notes at, at spaces (a notebook's output area is about this wide).
-WIDTH = 100
 #: HTML: names, devices and shapes stay on one line; the other cells and the prose wrap between words, never
 #: inside one, and a table wider than the output scrolls inside the card.
 _CELL = "padding:1px 8px;white-space:nowrap"
@@ -239,12 +236,6 @@ _STATE = "optimizer state"
 #: Whose tensors each kind of row is, for the headline.
 _GROUP = {"parameter": "the model", "buffer": "the model", "plain attribute": "the model",
           "unregistered module": "the model", "loss": "the loss", "input": "the inputs", "module": "the inputs"}
-
-
-def _wrapped(text: str, first: str, then: str) -> list[str]:
-    """``text`` in lines of at most :data:`WIDTH` characters, broken at spaces only (a longer word stays whole)."""
-    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=then, break_long_words=False,
-                         break_on_hyphens=False) or [first.rstrip()]
 
 
 def _where(entries: list[Entry]) -> str:

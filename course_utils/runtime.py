@@ -9,6 +9,7 @@ import torch
 
 from . import device as _device
 from . import standin
+from .text import wrapped
 
 
 #: The oldest PyTorch the course supports: `.ci/floor.txt` tests it, the requirements declare it.
@@ -75,7 +76,7 @@ def banner(device: torch.device) -> str:
         lines.append(f"Accelerator: {acc.type}, {count} device(s) visible.")
     if uses_stand_in(device):
         lines.append(STAND_IN_LINE)
-    return "\n".join(lines)
+    return "\n".join(part for line in lines for part in wrapped(line, then="  "))
 
 
 #: The banner's line when :func:`setup` switches the stand-in GPU on.

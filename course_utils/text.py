@@ -1,11 +1,16 @@
-"""Small pieces of text and HTML that every view of the course shares: shortened text, `inline code`
-in HTML, and the card with a coloured edge that results, quiz outcomes and reports are shown in.
+"""Small pieces of text and HTML that every view of the course shares: shortened and wrapped text,
+`inline code` in HTML, and the card with a coloured edge that results, quiz outcomes and reports are shown in.
 
 The bottom floor of the package: it imports nothing of the course.
 """
 from __future__ import annotations
 
 import html
+import textwrap
+
+#: The width plain-text output wraps at, at spaces: JupyterLab breaks a longer output line anywhere, even
+#: inside a word (a notebook's output area is about this wide).
+WIDTH = 100
 
 #: The frame of a card: a coloured edge, and a light grey behind that reads on light and dark themes.
 _CARD_STYLE = "border-left:6px solid {colour};padding:6px 10px;background:rgba(128,128,128,.08);margin:4px 0"
@@ -19,6 +24,18 @@ def shorten(text: str, limit: int) -> str:
         limit: the most characters the result may have (at least 1).
     """
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def wrapped(text: str, first: str = "", then: str = "") -> list[str]:
+    """``text`` in lines of at most :data:`WIDTH` characters, broken at spaces only (a longer word stays whole).
+
+    Args:
+        text: one paragraph.
+        first: what the first line starts with (a label, an indent).
+        then: what every further line starts with.
+    """
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=then, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
 
 
 def code_html(text: str) -> str:

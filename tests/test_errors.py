@@ -19,7 +19,7 @@ from nbtools import NOTEBOOK_DIR, ROOT
 
 #: Families whose message has had a single wording in every PyTorch checked (they are still tested as a
 #: bare message, a traceback, and with other numbers).
-ONE_WORDING = {"mps-oom", "fork", "mps-float64", "data-parallel", "no-device"}
+ONE_WORDING = {"mps-oom", "fork", "mps-float64", "data-parallel", "no-device", "no-kernel"}
 
 ALL_WORDINGS = [(f.key, w.text) for f in FAMILIES for w in f.wordings]
 
