@@ -29,15 +29,39 @@ def variant(nb: dict, solved: bool) -> dict:
     nb["cells"] = [c for cell in nb["cells"] for c in _with_raise_checks(cell)]
     cells = exercise_cells(nb)
     expected = {ex_id: "passed" if solved else "not attempted" for ex_id in sorted(cells)}
-    nb["cells"].append({
-        "cell_type": "code", "execution_count": None, "id": "test-final-assertion", "metadata": {},
-        "outputs": [], "source": (
-            "from course_utils.store import session_statuses\n"
-            f"expected = {expected!r}\n"
-            "seen = {k: v for k, v in session_statuses().items() if k in expected}\n"
-            "assert seen == expected, f'exercise checks: expected {expected}, got {seen}'\n"),
-    })
+    nb["cells"].insert(0, _code_cell("test-watch-warnings", WATCH_WARNINGS))
+    nb["cells"].append(_code_cell("test-final-assertion", (
+        "from course_utils.store import session_statuses\n"
+        f"expected = {expected!r}\n"
+        "seen = {k: v for k, v in session_statuses().items() if k in expected}\n"
+        "assert seen == expected, f'exercise checks: expected {expected}, got {seen}'\n"
+        "assert not _course_warnings, 'warnings under the lesson from course_utils: ' + '; '.join(_course_warnings)\n")))
     return nb
+
+
+#: The first cell of a test run: it records each warning shown while course_utils is on the stack (the
+#: course's own code, or PyTorch called by it), so that the last cell can say the lesson showed none.
+WATCH_WARNINGS = """\
+import traceback as _traceback
+import warnings as _warnings
+
+_course_warnings = []
+_show_warning = _warnings.showwarning
+
+
+def _watch(message, category, filename, lineno, file=None, line=None):
+    if any("course_utils" in frame.filename for frame in _traceback.extract_stack()):
+        _course_warnings.append(f"{category.__name__}: {message} ({filename}:{lineno})")
+    _show_warning(message, category, filename, lineno, file, line)
+
+
+_warnings.showwarning = _watch
+"""
+
+
+def _code_cell(cell_id: str, code: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": {}, "outputs": [],
+            "source": code}
 
 
 #: When a cell raises on purpose only on some machines (``course.raises.when``): the condition, as code.

@@ -111,3 +111,23 @@ def test_section_4_meta_alone_and_the_stand_in(monkeypatch):
     text = " ".join(" ".join(source(c).split()) for c in load(NOTEBOOK_DIR / "01_tensors.ipynb")["cells"])
     assert "`Tensor on device meta is not on the expected device cpu!`" in text
     assert "(`course_utils.standin`)" in text and "cu.standin.paused()" in text
+
+
+# --- the exercises ask for reasoning: nothing above them hands over the answer ----------------------
+
+def _before_answer_cell(exercise_id: str) -> str:
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "01_tensors.ipynb")["cells"]
+    end = next(i for i, c in enumerate(cells) if (c.get("metadata", {}).get("course") or {}).get("exercise") == exercise_id)
+    return "\n".join(source(c) for c in cells[:end])
+
+
+def test_nothing_above_01_nbytes_names_the_formula_or_the_attribute():
+    text = _before_answer_cell("01.nbytes").replace(" ", "")
+    for given_away in ("t.nbytes", "numel()*", "*t.element_size()", "element_size()*"):
+        assert given_away not in text, given_away
+
+
+def test_nothing_above_01_blank_like_shows_the_like_functions():
+    text = _before_answer_cell("01.blank_like")
+    assert "zeros_like" not in text and "new_zeros" not in text

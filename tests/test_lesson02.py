@@ -317,3 +317,32 @@ def test_pick_device_notices_backend_checks_imported_by_name(monkeypatch):
     result = cu.check("02.pick_device", namespace["pick_device"])
     assert not result.passed and "none of CUDA or MPS" in result.feedback, result.feedback
     assert namespace["mps_available"] is torch.backends.mps.is_available      # put back afterwards
+
+
+# --- how the lesson teaches: the formula is derived, one plot, a timeline picture ----------------------
+
+def _lesson02_cells() -> list:
+    from nbtools import NOTEBOOK_DIR, load
+    return load(NOTEBOOK_DIR / "02_cpu_vs_gpu.ipynb")["cells"]
+
+
+def test_nothing_above_02_matmul_flops_states_the_count():
+    from nbtools import source
+    cells = _lesson02_cells()
+    end = next(i for i, c in enumerate(cells)
+               if (c.get("metadata", {}).get("course") or {}).get("exercise") == "02.matmul_flops")
+    text = "\n".join(source(c) for c in cells[:end]).replace(" ", "")
+    for given_away in ("2·n³", "2*n**3", "2n³", "2·n^3"):
+        assert given_away not in text, given_away
+
+
+def test_the_sweep_is_plotted_once_and_the_timeline_is_a_labelled_picture():
+    import xml.etree.ElementTree as ET
+    from nbtools import NOTEBOOK_DIR, source
+    text = "\n".join(source(c) for c in _lesson02_cells())
+    assert text.count("plt.show()") == 1
+    assert "](img/02_async_timeline.svg)" in text and "![A timeline with two lanes" in text
+    svg = ET.parse(NOTEBOOK_DIR / "img" / "02_async_timeline.svg").getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.find(f"{ns}title").text and svg.find(f"{ns}desc").text
+    assert min(float(t.get("font-size")) for t in svg.iter(f"{ns}text")) >= 12

@@ -434,15 +434,16 @@ def test_parameter_identity_survives_a_move_to_the_accelerator():
 
 
 def source_after(code_start):
-    """The Markdown cell right after notebook 03's code cell that starts with ``code_start``."""
+    """The Markdown cell right after notebook 03's first code cell with a line that starts with ``code_start``."""
     from nbtools import NOTEBOOK_DIR, load, source
     cells = load(NOTEBOOK_DIR / "03_to_device.ipynb")["cells"]
-    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and source(c).startswith(code_start))
+    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code"
+              and any(line.startswith(code_start) for line in source(c).splitlines()))
     return source(cells[at + 1])
 
 
 def _quotes_after(code_start):
-    """The `quoted` texts of the Markdown cell right after notebook 03's code cell that starts with
+    """The `quoted` texts of the Markdown cell right after notebook 03's code cell with a line that starts with
     ``code_start``, with line breaks turned into spaces (as Markdown shows them)."""
     return re.findall(r"`([^`]+)`", " ".join(source_after(code_start).split()))
 

@@ -593,3 +593,12 @@ def test_fact_empty_cache_returns_unused_blocks_but_not_live_tensors():
     torch.cuda.empty_cache()
     assert torch.cuda.memory_reserved() < with_cache
     assert torch.cuda.memory_allocated() == base_alloc and kept.sum().item() == 1_000_000
+
+
+def test_fact_a_gpu_tensors_reported_device_is_not_the_index_less_request():
+    """Quiz 05.gpu_tensor_device: the device a GPU tensor reports has its index, so only `.type` matches `cuda`."""
+    reported = torch.device("cuda", 0)
+    assert reported.type == "cuda" and reported != torch.device("cuda") and str(reported) != "cuda"
+    from course_utils.quizzes import get_quiz
+    quiz = get_quiz("05.gpu_tensor_device")
+    assert "type" in quiz.options[quiz.answer]

@@ -646,3 +646,20 @@ def test_scaler_catches_a_cpu_tensor_made_in_forward_even_where_meta_lets_it_thr
     assert not result.passed and "a tensor created there with no device" in result.feedback, result.feedback
     if cu.accelerator() is None:
         assert "sent `mm` a float32 tensor of shape (4, 4) on cpu" in result.feedback, result.feedback
+
+
+def test_a_loop_that_rebinds_its_name_moves_nothing_and_a_new_list_does():
+    """Section 2's quiz: `b = b.to(...)` in a loop over a list leaves the list's tensors where they were."""
+    batches = [torch.randn(2, 2) for _ in range(3)]
+    for b in batches:
+        b = b.to("meta")
+    assert all(t.device.type == "cpu" for t in batches)
+    batches = [b.to("meta") for b in batches]
+    assert all(t.device.type == "meta" for t in batches)
+
+
+def test_meta_alone_expects_the_first_tensors_device():
+    """Section 1: in meta's own message, "expected" is the first operand's device, not the device to move to."""
+    cpu, meta = torch.ones(3), torch.ones(3, device="meta")
+    assert _message(lambda: cpu + meta) == "Tensor on device meta is not on the expected device cpu!"
+    assert "`Tensor on device meta is not on the expected device cpu!`" in _notebook_text()

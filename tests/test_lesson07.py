@@ -532,3 +532,169 @@ def test_sum_batches_pinning_without_an_accelerator_is_explained(answer):
 def test_sum_batches_accepts_pinning_only_for_cuda():
     result = cu.check("07.sum_batches", pins_for_cuda_only)
     assert result.passed, result.feedback
+
+
+# --- 07.capstone ------------------------------------------------------------------------------------------
+
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+CAPSTONE = cu.check.__globals__["get_exercise"]("07.capstone").solution_source
+_ORDER_FIXED = '''        self.to(device)                                           # move the model first,
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
+        optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)'''
+#: One bug each, as the notebook's script plants it: (what the fixed line is, what the bug makes of it, the feedback).
+CAPSTONE_BUGS = {
+    "input never moved": ("inputs, labels = inputs.to(device), labels.to(device)", "labels = labels.to(device)",
+                          "Bug: an input never moved"),
+    "labels never moved": ("inputs, labels = inputs.to(device), labels.to(device)", "inputs = inputs.to(device)",
+                           "Bug: the labels never moved"),
+    "tensor made in forward": ("torch.linspace(0.5, 1.0, x.shape[1], device=x.device)",
+                               "torch.linspace(0.5, 1.0, x.shape[1])", "Bug: a tensor made in `forward`"),
+    "plain attribute": ('self.register_buffer("mean", torch.zeros(features))', "self.mean = torch.zeros(features)",
+                        "Bug: a plain tensor attribute. `self.mean`"),
+    "optimizer state loaded before the move": (
+        _ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        self.to(device)''', "Bug: the optimizer was built before the move"),
+    "loss weight on the CPU": ("torch.tensor([1.0, 2.0, 1.0], device=device)", "torch.tensor([1.0, 2.0, 1.0])",
+                               "Bug: the loss weight"),
+    ".item() every step": ("total += loss.detach()", "total += loss.item()", "Bug: a value read every step"),
+    ".cpu() every step": ("total += loss.detach()", "total += loss.detach().cpu().to(device)",
+                          "read 4 values back from the device (.cpu())"),
+}
+
+
+def capstone(*edits):
+    """The reference Classifier with ``(old, new)`` replacements in its source."""
+    source = CAPSTONE
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    namespace = {"torch": torch, "nn": nn, "F": F}
+    exec(source, namespace)
+    return namespace["Classifier"]
+
+
+def test_capstone_reference_passes():
+    result = cu.check("07.capstone", capstone())
+    assert result.passed and "all six bugs" in result.feedback, result.feedback
+
+
+@pytest.mark.parametrize("bug", list(CAPSTONE_BUGS))
+def test_capstone_catches_each_bug_alone(bug):
+    fixed, broken, says = CAPSTONE_BUGS[bug]
+    result = fails_saying("07.capstone", capstone((fixed, broken)), says)
+    assert "Traceback" not in result.feedback
+
+
+def _notebook_stub():
+    from nbtools import NOTEBOOK_DIR, load, source
+    cell = next(c for c in load(NOTEBOOK_DIR / "07_transfer_cost.ipynb")["cells"]
+                if c.get("metadata", {}).get("course", {}).get("exercise") == "07.capstone")
+    return source(cell)
+
+
+def _define(source):
+    namespace = {"torch": torch, "nn": nn, "F": F}
+    exec(source, namespace)
+    return namespace["Classifier"]
+
+
+def test_capstone_stub_is_not_attempted_and_its_first_bug_is_named_once_the_raise_is_gone():
+    stub = _notebook_stub()
+    assert cu.check("07.capstone", _define(stub)).status == "not attempted"
+    lines = [line for line in stub.splitlines() if line.strip() != "raise NotImplementedError"]
+    fails_saying("07.capstone", _define("\n".join(lines)), "Bug: an input never moved")
+
+
+def test_capstone_stub_has_each_bug_the_checks_name():
+    """Each bug of the notebook's script, fixed one at a time in the order the check names them, gives the next."""
+    stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    fixes = [
+        ("            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)",
+         "            inputs, labels = inputs.to(device), labels.to(device)\n"
+         "            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)", "plain tensor attribute"),
+        ("self.mean = torch.zeros(features)", 'self.register_buffer("mean", torch.zeros(features))',
+         "made in `forward`"),
+        ("torch.linspace(0.5, 1.0, x.shape[1])", "torch.linspace(0.5, 1.0, x.shape[1], device=x.device)",
+         "the loss weight"),
+        ("torch.tensor([1.0, 2.0, 1.0])", "torch.tensor([1.0, 2.0, 1.0], device=device)",
+         "built before the move"),
+        ('''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        self.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        self.to(device)''', '''        self.load_state_dict(checkpoint["model"])
+        self.to(device)
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        optimizer.load_state_dict(checkpoint["optimizer"])''', "a value read every step"),
+        ("total = 0.0", "total = torch.zeros((), device=device)", None),
+    ]
+    for old, new, next_says in fixes:
+        assert old in stub, old
+        stub = stub.replace(old, new)
+        if next_says is None:
+            stub = stub.replace("total += loss.item()", "total += loss.detach()")
+            stub = stub.replace("return optimizer, torch.tensor(total)", "return optimizer, total")
+            result = cu.check("07.capstone", _define(stub))
+            assert result.passed, result.feedback
+        else:
+            fails_saying("07.capstone", _define(stub), next_says)
+
+
+@pytest.mark.parametrize("edits", [
+    [("inputs, labels = inputs.to(device), labels.to(device)",
+      "inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)")],
+    [("torch.linspace(0.5, 1.0, x.shape[1], device=x.device)", "torch.linspace(0.5, 1.0, x.shape[1]).to(x.device)")],
+    [("torch.tensor([1.0, 2.0, 1.0], device=device)", "torch.tensor([1.0, 2.0, 1.0]).to(device)")],
+    [("lr=0.01", "lr=0.5")],                                              # the checkpoint's learning rate wins
+    [("total = torch.zeros((), device=device)", "total = 0"), ("total += loss.detach()",
+                                                                "total = total + loss.detach()")],
+])
+def test_capstone_accepts_other_correct_fixes(edits):
+    result = cu.check("07.capstone", capstone(*edits))
+    assert result.passed, result.feedback
+
+
+@pytest.mark.parametrize("edits, says", [
+    ([("total += loss.detach()", "total += loss")], "requires grad"),
+    ([("return optimizer, total", "return total")], "return two things"),
+    ([("return optimizer, total", "return None, total")], "not the optimizer"),
+    ([("return optimizer, total", "return optimizer, 1.5")], "not a 0-dim tensor"),
+    ([("return optimizer, total", "return optimizer, total.cpu()")], "without `.item()` or `.cpu()`"),
+    ([("optimizer.load_state_dict(checkpoint[\"optimizer\"])", "pass")], "never loaded"),
+    ([('self.register_buffer("mean", torch.zeros(features))', "self.mean = nn.Parameter(torch.zeros(features))")],
+     "exactly the parameters"),
+    ([("super().__init__()\n        ", "")], "Classifier()"),
+    ([("def fit(", "def train_model(")], "no `fit` method"),
+    ([(", weight=class_weights", "")], "differs from the reference"),
+    ([("total += loss.detach()", "total += loss.detach() / 4")], "mean of the losses"),
+])
+def test_capstone_other_mistakes_get_specific_feedback(edits, says):
+    fails_saying("07.capstone", capstone(*edits), says)
+
+
+@pytest.mark.parametrize("edits", [
+    # swallows the stop at the first mixed operation: the check still names the bug
+    [("            loss = F.cross_entropy(", "            try:\n                loss = F.cross_entropy("),
+     ("weight=class_weights)\n", "weight=class_weights)\n            except BaseException:\n"
+                                 "                continue\n"),
+     ("inputs, labels = inputs.to(device), labels.to(device)", "pass")],
+    # leaves a dispatch mode behind, raises odd things, returns hostile objects
+    [("return optimizer, total", "raise SystemExit(3)")],
+    [("return optimizer, total", "return optimizer, type('T', (torch.Tensor,), {})()")],
+    [("return optimizer, total", "return (x for x in (optimizer, total))")],
+    [("self.load_state_dict(checkpoint[\"model\"])", "checkpoint.clear()\n        self.load_state_dict({})")],
+    [("def fit(self, batches, device, checkpoint):", "fit = 3\n\n    def _unused(self, batches, device, checkpoint):")],
+])
+def test_capstone_hostile_answers_fail_kindly(edits):
+    result = cu.check("07.capstone", capstone(*edits))
+    assert result.status == "failed" and result.feedback and "Traceback" not in result.feedback, result.feedback
+
+
+def test_capstone_not_a_module_fails_kindly():
+    class Classifier:
+        def fit(self, batches, device, checkpoint):
+            return None
+    result = cu.check("07.capstone", Classifier)
+    assert result.status == "failed" and "nn.Module" in result.feedback

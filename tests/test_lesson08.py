@@ -212,13 +212,44 @@ def test_a_retry_inside_except_still_has_the_failed_steps_tensors_and_one_after_
     assert inside and made[-1]() is None
 
 
+def _section(title: str) -> str:
+    """The Markdown of one level-2 section, up to the next level-2 heading."""
+    cells = load(NOTEBOOK)["cells"]
+    start = next(i for i, c in enumerate(cells) if source(c).startswith(f"## {title}"))
+    found = [source(cells[start])]
+    for cell in cells[start + 1:]:
+        if cell["cell_type"] == "markdown" and source(cell).startswith("## "):
+            break
+        if cell["cell_type"] == "markdown":
+            found.append(source(cell))
+    return "\n".join(found)
+
+
 def test_the_appendix_does_not_offer_empty_cache_as_an_out_of_memory_fix():
-    oom = next(source(c) for c in load(NOTEBOOK)["cells"] if source(c).startswith("## CUDA out of memory"))
+    oom = _section("CUDA out of memory")
     fix = oom[oom.index("**Fix.**"):]
     assert "`torch.cuda.empty_cache()` is no fix" in fix
     loop = next(source(c) for c in load(NOTEBOOK)["cells"] if "batch_size //= 2" in source(c))
     assert "empty_cache" not in loop and loop.index("except torch.OutOfMemoryError") < loop.index("batch_size //= 2")
     assert "`del` then `empty_cache()`" not in _markdown()
+
+
+def test_the_out_of_memory_reading_quotes_the_message_it_reads():
+    """Each figure the table reads stands in the quoted message, the figures add up, and the quiz asks about the
+    same message."""
+    import re
+    oom = _section("CUDA out of memory")
+    message = next(line for line in oom.splitlines() if line.startswith("torch.OutOfMemoryError: CUDA out of memory"))
+    rows = re.findall(r"^\| `([^`]+)` \|", oom, re.MULTILINE)
+    assert len(rows) == 5 and all(row in message for row in rows), rows
+    capacity, free, process, allocated, cached = (float(x) for x in re.findall(
+        r"capacity of ([\d.]+) GiB of which ([\d.]+) GiB is free.*has ([\d.]+) GiB memory in use.*memory ([\d.]+) GiB "
+        r"is allocated by PyTorch, and ([\d.]+) MiB is reserved", message)[0])
+    assert abs(capacity - free - process) < 0.02                      # no other process holds memory
+    assert allocated + cached / 1024 < process                          # the rest is the CUDA context
+    quiz = cu.quizzes.get_quiz("08.oom_message")
+    assert message.split(": ", 1)[1].split(" If reserved")[0].strip() in quiz.question
+    assert quiz.options[quiz.answer].startswith("Hold fewer tensors")
 
 
 def test_eval_mode_alone_keeps_autograd_recording():

@@ -29,6 +29,14 @@ def test_notebook_runs_clean(path, solved, tmp_path):
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
 
 
+def _nbval(target, nb: dict) -> subprocess.CompletedProcess:
+    """Write ``nb`` to ``target`` and run it with nbval as the notebook runs do (for the negative controls)."""
+    target.write_text(json.dumps(nb), encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                           "--nbval-current-env", str(target)], cwd=target.parent, capture_output=True, text=True,
+                          timeout=300)
+
+
 def test_harness_catches_a_failing_check(tmp_path):
     """Negative control: a notebook whose answer is wrong must fail the solved-run assertion."""
     nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
@@ -38,12 +46,9 @@ def test_harness_catches_a_failing_check(tmp_path):
          "source": "import course_utils as cu\ncu.exercise('01.nbytes')"},
     ]}
     solved = variant(nb, solved=True)
-    solved["cells"][0]["source"] = "def nbytes(t):\n    return t.numel()\n"  # a wrong answer
-    target = tmp_path / "wrong.ipynb"
-    target.write_text(json.dumps(solved), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                           "--nbval-current-env", str(target)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+    answer = next(c for c in solved["cells"] if c["id"] == "a")
+    answer["source"] = "def nbytes(t):\n    return t.numel()\n"  # a wrong answer
+    proc = _nbval(tmp_path / "wrong.ipynb", solved)
     assert proc.returncode != 0
     assert "expected {'01.nbytes': 'passed'}, got {'01.nbytes': 'failed'}" in proc.stdout
 
@@ -62,11 +67,22 @@ def test_a_cell_that_raises_on_purpose_must_raise_what_it_declares(tmp_path, sou
          "metadata": {"tags": ["raises-exception"], "course": {"raises": {
              "error": "TypeError", "message": "can't convert meta device type tensor to numpy"}}}},
     ]}
-    target = tmp_path / "raising.ipynb"
-    target.write_text(json.dumps(variant(nb, solved=False)), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                           "--nbval-current-env", str(target)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+    proc = _nbval(tmp_path / "raising.ipynb", variant(nb, solved=False))
     assert (proc.returncode != 0) == fails, proc.stdout[-3000:]
     if fails:
         assert "cell b should raise TypeError with one of" in proc.stdout
+
+
+@pytest.mark.parametrize("source, fails", [
+    ("import warnings\nwarnings.warn('a demonstration that warns on purpose')", False),   # the lesson's own
+    ("import warnings\nfrom course_utils.grading import call\ncall(warnings.warn, 'noise from the course')", True),
+])
+def test_a_warning_from_course_utils_fails_the_run(tmp_path, source, fails):
+    """Negative control for the warning watch ``variant`` adds: course_utils must not print warnings under a
+    lesson; a cell's own deliberate warning is the lesson's business."""
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None, "outputs": [], "source": source}]}
+    proc = _nbval(tmp_path / "warning.ipynb", variant(nb, solved=False))
+    assert (proc.returncode != 0) == fails, proc.stdout[-3000:]
+    if fails:
+        assert "UserWarning: noise from the course" in proc.stdout

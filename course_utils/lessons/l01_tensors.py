@@ -25,8 +25,8 @@ add_quiz(
 add_quiz(
     "01.float16_bytes",
     "How many bytes do the elements of `torch.zeros(1000, 1000, dtype=torch.float16)` occupy?",
-    ["1,000,000", "2,000,000", "4,000,000", "8,000,000"],
-    1,
+    ["500,000", "1,000,000", "2,000,000", "4,000,000"],
+    2,
     "One million elements times 2 bytes each (`float16` is 16 bits): 2,000,000 bytes. "
     "The same shape in `float32` takes twice as much, which is twice as much to move to a GPU.",
 )
@@ -43,8 +43,8 @@ add_quiz(
     "01.device_block",
     "Inside `with torch.device('meta'):` you run `y = torch.randn(2)` and `z = torch.randn(2, device='cpu')`. "
     "Where do `y` and `z` live?",
-    ["Both on the CPU", "Both on `meta`", "`y` on `meta`, `z` on the CPU", "`y` on the CPU, `z` on `meta`"],
-    2,
+    ["Both on the CPU", "Both on `meta`", "`y` on the CPU, `z` on `meta`", "`y` on `meta`, `z` on the CPU"],
+    3,
     "A `torch.device` block changes the default for factory functions that name no device; "
     "an explicit `device=` argument still wins.",
 )
@@ -58,9 +58,11 @@ def nbytes(t):
 
 
 @grader("01.nbytes", reference=nbytes, title="How many bytes?", hints=(
-    "Two numbers decide it: how many elements the tensor has, and how many bytes one element takes.",
-    "`t.numel()` counts the elements; `t.element_size()` gives bytes per element for its dtype.",
-    "Multiply them: `return t.numel() * t.element_size()`.",
+    "The storage is the wrong number for a view. Which two facts about `t` itself decide how many bytes a copy "
+    "of its elements takes? Sections 2 and 3 printed both.",
+    "How many elements `t` has (`t.numel()`, section 2), and how many bytes one element of its dtype takes "
+    "(`t.element_size()`, section 3). Both work on `meta` too.",
+    "Multiply them: `return t.numel() * t.element_size()` (PyTorch's `t.nbytes` gives the same number).",
 ))
 def _grade_nbytes(fn: Callable) -> str:
     base = torch.arange(24, dtype=torch.float64)
@@ -96,9 +98,11 @@ def blank_like(t):
 
 @grader("01.blank_like", reference=blank_like, title="Zeros, right where you need them", hints=(
     "Your zeros must match `t` in three ways: shape, dtype and device. A plain `torch.zeros(...)` "
-    "only gets what you pass it.",
-    "The `*_like` family copies all three from its argument.",
-    "`return torch.zeros_like(t)` (or `t.new_zeros(t.shape)`).",
+    "only gets what you pass it, and uses the defaults for the rest.",
+    "Section 2 read the three facts from a tensor (`t.shape`, `t.dtype`, `t.device`); section 3 passed "
+    "`dtype=` to a factory function and section 4 passed `device=`. Pass all three.",
+    "`return torch.zeros(t.shape, dtype=t.dtype, device=t.device)`, or PyTorch's shortcut, which section 5 "
+    "shows next: `torch.zeros_like(t)`.",
 ))
 def _grade_blank_like(fn: Callable) -> str:
     special = torch.tensor([float("inf"), float("nan"), -1.0])  # `t * 0` is not zero here

@@ -15,9 +15,9 @@ add_quiz(
     "02.which_check",
     "Which call tells you whether *any* accelerator PyTorch supports is usable: an NVIDIA GPU, "
     "Apple's MPS, Intel's XPU, ...?",
-    ["`torch.cuda.is_available()`", "`torch.accelerator.is_available()`",
-     "`torch.device('cuda') is not None`", "`torch.backends.cudnn.is_available()`"],
-    1,
+    ["`torch.cuda.is_available()`", "`torch.device('cuda') is not None`",
+     "`torch.backends.cudnn.is_available()`", "`torch.accelerator.is_available()`"],
+    3,
     "`torch.accelerator` (PyTorch 2.6 and later) asks whichever accelerator this PyTorch was built for. "
     "`torch.cuda.is_available()` only knows CUDA: it is False on an Apple-silicon Mac even when MPS is "
     "there. `torch.device('cuda')` is just a name and always succeeds; cuDNN is a library, not a device.",
@@ -35,11 +35,11 @@ add_quiz(
     "02.async_trap",
     "On a GPU you run `start = time.perf_counter(); c = a @ b; print(time.perf_counter() - start)` "
     "for two large matrices, with no synchronisation. What does it print?",
-    ["The time the GPU needs to compute the product",
-     "Only the time to queue the work: far less than the product takes",
+    ["Only the time to queue the work: far less than the product takes",
+     "The time the GPU needs to compute the product",
      "The product's time plus the time to copy `c` back to the CPU",
      "Nothing: it raises, because `c` is not ready yet"],
-    1,
+    0,
     "GPU work is asynchronous: `a @ b` puts a kernel in the GPU's queue and returns at once. The clock "
     "stops before the GPU has finished. Python only waits when it needs the result (`print(c)`, "
     "`.item()`, `.cpu()`) or when you call `torch.accelerator.synchronize()`.",
@@ -61,9 +61,9 @@ add_quiz(
     "1024×1024 one?",
     ["About the same: a CPU computes at a fixed speed",
      "16×16: small matrices fit in the cache",
-     "1024×1024, by far: a fixed cost per call swamps tiny work",
-     "It cannot be said without a GPU"],
-    2,
+     "It cannot be said without a GPU",
+     "1024×1024, by far: a fixed cost per call swamps tiny work"],
+    3,
     "Every call pays a fixed cost (Python, PyTorch's dispatcher, and on a GPU a kernel launch) of some "
     "microseconds. A 16×16 product is only 8,192 operations, so it is mostly that fixed cost; a "
     "1024×1024 product is two billion operations that keep every arithmetic unit busy.",
@@ -72,8 +72,8 @@ add_quiz(
     "02.tiny_add",
     "On the CPU, `x + x` for a 10-element `x` takes some time t per call. About how long per call for "
     "a 10,000-element `x`?",
-    ["About 1000·t (1000× the elements)", "About 100·t", "Not much more than t", "Less than t"],
-    2,
+    ["Less than t", "Not much more than t", "About 100·t", "About 1000·t (1000× the elements)"],
+    1,
     "For tiny tensors the fixed cost of a call dominates: adding the numbers themselves takes "
     "nanoseconds. That fixed cost is why tiny work does not belong on a GPU, where the launch costs more.",
 )
@@ -246,7 +246,7 @@ def _grade_pick_device(fn: Callable) -> str:
 # --- exercise 02.matmul_flops ----------------------------------------------------------------
 
 def matmul_flops(n):
-    """Floating-point operations of an n×n @ n×n matrix product, counted as 2·n³."""
+    """Floating-point operations of an n×n @ n×n matrix product, as PyTorch's FLOP counter counts them."""
     return 2 * n ** 3
 
 
@@ -256,9 +256,10 @@ _FLOP_SIZES = (7, 0, 1, 2, 3, 16, 100, 1024, 4096, 10**6 + 1, 2**40 + 3)
 
 
 @grader("02.matmul_flops", reference=matmul_flops, title="Count the work of a matmul", hints=(
-    "The product has n×n outputs. How many multiplications and additions does one output need?",
-    "Each output is a sum of n products: n multiplications and n additions (the convention rounds "
-    "n−1 additions up to n). That is 2n operations for each of the n² outputs.",
+    "The product has n×n outputs. Write one out for n = 2: how many multiplications, how many additions? "
+    "Then compare with `counted_flops(1)`, `counted_flops(2)` and `counted_flops(3)`.",
+    "Each output is a sum of n products: n multiplications and n − 1 additions. The counter (like every "
+    "published GFLOP/s figure) rounds that up to n multiply-adds: 2n operations for each of the n² outputs.",
     "`return 2 * n ** 3`: integers only, so it stays exact for any n.",
 ))
 def _grade_matmul_flops(fn: Callable) -> str:

@@ -19,28 +19,28 @@ add_quiz(
     "03.original_after_to",
     "`x` is a tensor on the CPU and `other` is a second device (your GPU, or `meta`). You run "
     "`y = x.to(other)`. Where is `x` now?",
-    ["Still on the CPU", "On `other`: `x` and `y` are the same tensor", "Nowhere: `.to` moved its data away",
+    ["On `other`: `x` and `y` are the same tensor", "Still on the CPU", "Nowhere: `.to` moved its data away",
      "It depends on the size of `x`"],
-    0,
+    1,
     "`Tensor.to` never changes the tensor you call it on. It returns a tensor on the target device "
     "(here a new one, `y`) and leaves `x` exactly where it was.",
 )
 add_quiz(
     "03.same_object",
     "`t` is a `float32` tensor on the CPU. What does `t.to('cpu') is t` give?",
-    ["`True`: there is nothing to change, so `.to` returns `t` itself",
-     "`False`: `.to` always returns a copy",
+    ["`False`: `.to` always returns a copy",
      "It raises an error: `t` is already on the CPU",
-     "`False`, but the two share memory because they are views"],
-    0,
+     "`False`, but the two share memory because they are views",
+     "`True`: there is nothing to change, so `.to` returns `t` itself"],
+    3,
     "When the device and dtype already match, `.to` does no work and returns the very same tensor "
     "object. Only `copy=True` forces a copy. So a write into the result is a write into `t`.",
 )
 add_quiz(
     "03.device_vs_string",
     "What does `torch.device('cpu') == 'cpu'` evaluate to?",
-    ["`True`", "`False`", "It raises a `TypeError`", "`True` only on a machine without a GPU"],
-    1,
+    ["`False`", "`True`", "It raises a `TypeError`", "`True` only on a machine without a GPU"],
+    0,
     "A `torch.device` is not a string, and comparing it with one gives `False`, silently, with no error. "
     "Compare `t.device.type == 'cpu'`, or compare with a `torch.device` on both sides.",
 )
@@ -49,10 +49,10 @@ add_quiz(
     "`model = nn.Linear(4, 3)`, then `model.to('meta')` on a line of its own, result not kept. "
     "Where are the model's parameters?",
     ["Still on the CPU: the result was thrown away, as with tensors",
-     "On `meta`: `Module.to` moves the model in place",
      "Half on each: only the weight moved",
+     "On `meta`: `Module.to` moves the model in place",
      "It raises: a model must be reassigned"],
-    1,
+    2,
     "`Module.to` changes the module itself and returns that same module, so `model.to(device)` on its own "
     "line works. `model = model.to(device)` works too (it reassigns the same object) and reads like the "
     "tensor version, which is why many people write it that way.",
@@ -70,9 +70,9 @@ add_quiz(
     "03.from_numpy_device",
     "`a = np.arange(3.0)`. Inside `with torch.device('meta'):`, where are `torch.from_numpy(a)` and "
     "`torch.tensor(a)`?",
-    ["Both on `meta`", "Both on the CPU", "`from_numpy` on the CPU, `torch.tensor` on `meta`",
-     "`from_numpy` on `meta`, `torch.tensor` on the CPU"],
-    2,
+    ["Both on `meta`", "Both on the CPU", "`from_numpy` on `meta`, `torch.tensor` on the CPU",
+     "`from_numpy` on the CPU, `torch.tensor` on `meta`"],
+    3,
     "`torch.from_numpy` wraps the array's own CPU memory without copying (change `a`, the tensor changes), "
     "so it is always on the CPU, whatever the default device. `torch.tensor` copies, and like other "
     "factory functions it follows the default device.",

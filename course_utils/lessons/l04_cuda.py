@@ -23,9 +23,9 @@ from ..quizzes import add_quiz
 add_quiz(
     "04.no_gpu_cuda",
     "On a runtime with no GPU, what does `torch.ones(1).cuda()` do?",
-    ["Returns the tensor on the CPU, unchanged", "Raises an error",
+    ["Raises an error", "Returns the tensor on the CPU, unchanged",
      "Prints a warning, then returns the tensor on the CPU", "Returns a tensor on the `meta` device"],
-    1,
+    0,
     "`.cuda()` is an order, not a wish: PyTorch never falls back to the CPU for you. On a PyTorch "
     "build without CUDA the error is `AssertionError: Torch not compiled with CUDA enabled`; on a CUDA "
     "build without a usable GPU it is a `RuntimeError` such as `Found no NVIDIA driver on your system` "
@@ -35,9 +35,9 @@ add_quiz(
     "04.cuda_current",
     "A machine has two GPUs. After `torch.cuda.set_device(1)`, where does `torch.ones(3).cuda()` put "
     "the new tensor?",
-    ["On `cuda:0`: `.cuda()` always means GPU 0", "On `cuda:1`, the current device",
-     "On whichever GPU has more free memory", "Nowhere: with two GPUs `.cuda()` needs an index"],
-    1,
+    ["On `cuda:0`: `.cuda()` always means GPU 0", "On whichever GPU has more free memory",
+     "On `cuda:1`, the current device", "Nowhere: with two GPUs `.cuda()` needs an index"],
+    2,
     "`.cuda()` without an index, like `.to('cuda')`, targets the *current* CUDA device. The current "
     "device is 0 when a program starts, which is why many people believe `.cuda()` always means GPU 0. "
     "`torch.cuda.set_device(i)` and the `with torch.cuda.device(i):` block change it.",
@@ -57,7 +57,7 @@ add_quiz(
     "04.visible_devices",
     "On a machine with four GPUs you start Python with `CUDA_DEVICE_ORDER=PCI_BUS_ID "
     "CUDA_VISIBLE_DEVICES=2,3`. Inside that program, what is the GPU that `nvidia-smi` lists as 3 called?",
-    ["`cuda:3`", "`cuda:1`", "`cuda:0`", "Nothing: only GPU 2 can be used"],
+    ["`cuda:0`", "`cuda:1`", "`cuda:2`", "`cuda:3`"],
     1,
     "The program sees only the GPUs you list, renumbered from 0 in the order you list them: GPU 2 "
     "becomes `cuda:0` and GPU 3 becomes `cuda:1`, and `torch.cuda.device_count()` is 2. `.cuda(3)` "
@@ -69,8 +69,8 @@ add_quiz(
     "04.cuda_check_on_mac",
     "`device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')` runs on a Mac whose "
     "accelerator is Apple's MPS. What is `device`?",
-    ["`mps`", "`cpu`", "`cuda`, which PyTorch maps to MPS on a Mac", "It raises an error"],
-    1,
+    ["`cpu`", "`mps`", "`cuda`, which PyTorch maps to MPS on a Mac", "It raises an error"],
+    0,
     "`torch.cuda.is_available()` asks about CUDA and nothing else. On a Mac it is False, so this code "
     "quietly runs everything on the CPU. `torch.accelerator.current_accelerator()` names whichever "
     "accelerator this PyTorch has: `cuda`, `mps`, `xpu`, ...",
@@ -79,9 +79,9 @@ add_quiz(
     "04.seed_per_device",
     "After `torch.manual_seed(0)`, you draw `torch.randn(3)` on the CPU; after `torch.manual_seed(0)` again, "
     "`torch.randn(3, device='cuda')`. Are the numbers the same?",
-    ["Yes: the seed fixes the numbers everywhere", "No: each device type has its own generator and algorithm",
-     "Only if you also call `torch.cuda.manual_seed(0)`", "It raises: `manual_seed` only seeds the CPU"],
-    1,
+    ["Yes: the seed fixes the numbers everywhere", "Only if you also call `torch.cuda.manual_seed(0)`",
+     "It raises: `manual_seed` only seeds the CPU", "No: each device type has its own generator and algorithm"],
+    3,
     "`torch.manual_seed` seeds every device's generator, so each device repeats its own numbers run after "
     "run. But the CPU generator (a Mersenne Twister) and CUDA's (Philox) are different algorithms: the same "
     "seed gives different numbers. Draw on the CPU and move the result if every machine must see the same data.",
@@ -139,12 +139,14 @@ def to_accelerator(t):
 
 
 @grader("04.to_accelerator", reference=to_accelerator, title="To the accelerator, whichever it is", hints=(
-    "Two questions, asked inside the function each time it runs: is there an accelerator at all, and "
-    "which one? `torch.accelerator` answers both for CUDA, MPS, XPU and the rest; `torch.cuda` only "
-    "knows about CUDA.",
-    "`torch.accelerator.is_available()` says whether there is one; "
-    "`torch.accelerator.current_accelerator()` gives its device (e.g. `cuda`, without an index, which "
-    "means the current device). With no accelerator, return `t` itself: `return t`, not a copy.",
+    "Two questions, asked inside the function each time it runs (so that a later `set_device` counts): is "
+    "an accelerator usable at all, and which one? `torch.accelerator` answers both for CUDA, MPS, XPU and "
+    "the rest; `torch.cuda` only knows about CUDA. Section 5's simulation cell shows what each call "
+    "reports on each machine.",
+    "`torch.accelerator.current_accelerator()` alone is not enough: on a CUDA build without a GPU it still "
+    "says `cuda` (it names the build, as in section 1), and on a CPU-only build it is None. Ask "
+    "`torch.accelerator.is_available()` first. Its device (e.g. `cuda`, without an index) means the current "
+    "device, as `.cuda()` does. With no accelerator, return `t` itself: `return t`, not a copy.",
     "`if not torch.accelerator.is_available(): return t`, then "
     "`return t.to(torch.accelerator.current_accelerator())`.",
 ))

@@ -26,13 +26,15 @@ add_quiz(
     "`torch.device` never touches the hardware, so it works without a GPU.",
 )
 add_quiz(
-    "05.device_eq_string",
-    "`x = torch.ones(3)` lives on the CPU. What does `x.device == 'cpu'` give?",
-    ["True", "False", "It raises a TypeError", "A tensor of booleans"],
-    1,
-    "`x.device` is a `torch.device` object, and a `torch.device` is never equal to a string, not even "
-    "the string it prints as. No error warns you: an `if x.device == 'cpu':` branch silently never runs. "
-    "Compare `x.device.type == 'cpu'`, or compare with `torch.device('cpu')`.",
+    "05.gpu_tensor_device",
+    "On a CUDA GPU you make `g = torch.ones(2, device=\"cuda\")`, with no index. Which of these checks is True?",
+    ["Only `g.device.type == \"cuda\"`", "Only `g.device == torch.device(\"cuda\")`",
+     "Both: `g` was made with `device=\"cuda\"`", "Neither: only `str(g.device) == \"cuda\"` is True"],
+    0,
+    "A tensor lives on one definite GPU, so its `.device` has the index filled in: `cuda:0` (the current device), "
+    "whatever you asked for. `torch.device(\"cuda\")` has no index, and two devices are equal only when type and "
+    "index both match, so `g.device == torch.device(\"cuda\")` is False on every GPU. `.type` is `\"cuda\"` "
+    "either way, and `str(g.device)` is `\"cuda:0\"`, not `\"cuda\"`.",
 )
 add_quiz(
     "05.module_device",
@@ -375,18 +377,18 @@ def _returns_first_parameter_device(fn: Callable, module: nn.Module) -> bool:
     return type(got) is torch.device and got == next(module.parameters()).device
 
 
-# --- section 5: device memory ----------------------------------------------------------------
+# --- section 5 and Going further: device memory ---------------------------------------------
 
 add_quiz(
     "05.empty_cache",
     "Your training loop runs out of GPU memory. You add `torch.cuda.empty_cache()` after every step. What does "
     "that do for your program?",
     ["It frees the tensors you no longer need, so the OOM goes away",
-     "It frees every tensor on the GPU, including the model's weights",
      "It gives cached, unused blocks back to the driver: `nvidia-smi` shows more free memory, but the tensors "
      "you still reference stay, and your next allocations must ask the driver again (slower)",
+     "It frees every tensor on the GPU, including the model's weights",
      "Nothing at all: it only works in PyTorch versions before 2.0"],
-    2,
+    1,
     "PyTorch's caching allocator keeps the blocks of freed tensors to reuse them quickly. `empty_cache()` returns "
     "the blocks no tensor uses to the driver, so other processes (and `nvidia-smi`) see them free. It cannot free a "
     "tensor you still reference (a name, a list, a saved autograd graph), so your program has no more room than "

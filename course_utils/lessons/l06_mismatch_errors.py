@@ -20,30 +20,33 @@ add_quiz(
     "06.add_error",
     "`a = torch.ones(3, device=target)` lives on your GPU (or `meta`); `b = torch.ones(3)` names no device. "
     "What does `a + b` do?",
-    ["It copies `b` to `a`'s device and adds", "It raises a RuntimeError about devices",
-     "It adds on the CPU and returns a CPU tensor", "It returns a tensor on `a`'s device with a warning"],
-    1,
+    ["It copies `b` to `a`'s device and adds", "It adds on the CPU and returns a CPU tensor",
+     "It raises a RuntimeError about devices", "It returns a tensor on `a`'s device with a warning"],
+    2,
     "PyTorch does not move `b` for you: `b` was made on the default device, the CPU, and an ordinary "
     "operation needs all its tensors on one device. You get a RuntimeError that names the two devices. "
-    "(Section 8 shows the few narrow places where PyTorch does move a tensor for you.)",
+    "(Section 7 shows the few narrow places where PyTorch does move a tensor for you.)",
 )
 add_quiz(
     "06.to_no_assign",
-    "`x = torch.randn(8, 4)`, then the line `x.to(target)` on its own. Where is `x` now?",
-    ["On `target`", "On the CPU, where it was", "On both: `.to` made a second copy that `x` also points to",
-     "Nowhere: `x` was freed when it moved"],
-    1,
-    "`Tensor.to` returns a tensor on the target (a new one, since `x` was elsewhere; `x` itself only when "
-    "nothing changes) and never changes `x`. Without `x = x.to(target)` the moved copy is thrown away. "
-    "(`Module.to` is different: it changes the module in place, so `model.to(device)` alone works.)",
+    "`batches` is a list of three CPU tensors. You run `for b in batches: b = b.to(target)`, with the "
+    "assignment this time. Where is `batches[0]` now?",
+    ["On `target`: `b = b.to(target)` keeps the moved tensor", "On both devices: the list now holds two copies",
+     "Nowhere: the loop freed the CPU tensors as it moved them",
+     "Still on the CPU: the loop only rebinds the name `b`"],
+    3,
+    "`b = b.to(target)` points the loop's name `b` at the moved tensor; the list still holds the CPU tensors, "
+    "and each moved copy is thrown away at the next turn. It is the same rule as `x.to(target)` on a line of its "
+    "own (lesson 03): `Tensor.to` never changes a tensor, it returns one, and only what you store keeps it. "
+    "Build a new list: `batches = [b.to(target) for b in batches]`.",
 )
 add_quiz(
     "06.plain_attribute",
     "A module's `__init__` does `self.mean = torch.zeros(4)` (a plain attribute). After "
     "`norm = Standardize(...).to(target)`, where is `norm.mean`?",
-    ["On `target`, like the rest of the module", "Still on the CPU", "On both devices",
+    ["Still on the CPU", "On `target`, like the rest of the module", "On both devices",
      "It was dropped: `.to` keeps only parameters"],
-    1,
+    0,
     "`Module.to` moves what the module has registered: parameters, buffers and submodules. A plain tensor "
     "attribute is invisible to it (and to `state_dict()`): it stays on the CPU. Register it with "
     "`self.register_buffer(\"mean\", ...)` and it moves.",
@@ -52,9 +55,9 @@ add_quiz(
     "06.optimizer_state",
     "You build `opt = torch.optim.Adam(model.parameters())` on the CPU, train one step, then call "
     "`model.to(target)`. Where is Adam's `exp_avg` for the weight?",
-    ["On `target`: `Module.to` moves the optimizer too", "Still on the CPU, where Adam created it",
+    ["Still on the CPU, where Adam created it", "On `target`: `Module.to` moves the optimizer too",
      "Nowhere: Adam deletes its state and starts again", "On `target`, because the next `opt.step()` moves it"],
-    1,
+    0,
     "Optimizer state is made next to the parameters the first time `step()` runs, and nothing moves it "
     "afterwards: `Module.to` knows nothing about the optimizer. Move the model first, then create the "
     "optimizer (or load its state after moving).",

@@ -1,17 +1,24 @@
 """Lesson 07 - transfer cost: units, the latency + bandwidth model, and moving data once."""
 from __future__ import annotations
 
+import copy
 import math
+import os
+import sys
 import traceback
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
 from .. import transfer
 from ..exercises import grader
-from ..grading import (Crashed, ModesKept, TimeLimit, Wrong, call, devices_to_test, expect_float, expect_tensor,
-                       is_tensor, safe_repr, same_values)
+from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_float,
+                       expect_tensor, is_tensor, safe_repr, same_values, text_of)
 from ..quizzes import add_quiz
 
 # --- quizzes ---------------------------------------------------------------------------------
@@ -39,9 +46,9 @@ add_quiz(
 add_quiz(
     "07.same_device_to",
     "`t` is a 16 MiB tensor on the CPU. How does `t.to('cpu')` compare with `t.clone()`?",
-    ["About the same time: both copy 16 MiB", "Twice as long: it reads and writes",
-     "Almost no time: it returns `t` itself", "It raises: `t` is already on the CPU"],
-    2,
+    ["Almost no time: it returns `t` itself", "About the same time: both copy 16 MiB",
+     "Twice as long: it reads and writes", "It raises: `t` is already on the CPU"],
+    0,
     "`.to` returns the tensor itself when the device and dtype already match, so nothing is copied: "
     "it costs about a microsecond whatever the size. `t.clone()` (or `t.to('cpu', copy=True)`) "
     "really copies the 16 MiB.",
@@ -64,8 +71,8 @@ add_quiz(
     "You need 1,000 batches of 4 KB each on the GPU (10 µs latency, 12 GB/s). Which is faster, and by "
     "about how much: 1,000 separate `.to(device)` calls, or one `.to(device)` of all of them stacked (4 MB)?",
     ["About the same: the same 4 MB moves either way", "The 1,000 small copies, because they can overlap",
-     "One stacked copy, about 30 times faster", "One stacked copy, about 2 times faster"],
-    2,
+     "One stacked copy, about 2 times faster", "One stacked copy, about 30 times faster"],
+    3,
     "Each copy pays the latency. 1,000 x (10 µs + 4,000 / 12e9 s) = about 10.3 ms; one copy is "
     "10 µs + 4e6 / 12e9 s = about 0.34 ms, some 30 times less. Stacking on the CPU first costs one host "
     "copy of the 4 MB, typically a fraction of a millisecond.",
@@ -74,10 +81,10 @@ add_quiz(
     "07.item_in_loop",
     "A GPU training loop calls `loss.item()` every step to add up the loss for logging. What does that "
     "line cost?",
-    ["Nothing worth mentioning: it copies only 4 bytes",
-     "A wait: the CPU stops until the GPU has finished all the work queued so far, every step",
-     "It copies the whole model back to the CPU", "It raises: `.item()` needs a CPU tensor"],
-    1,
+    ["Nothing worth mentioning: it copies only 4 bytes", "It copies the whole model back to the CPU",
+     "It raises: `.item()` needs a CPU tensor",
+     "A wait: the CPU stops until the GPU has finished all the work queued so far, every step"],
+    3,
     "GPU work is queued and runs asynchronously. `.item()` needs the value, so the CPU waits until the "
     "GPU has finished everything before it, then copies 4 bytes. The CPU can no longer run ahead and "
     "queue the next step. Keep the running total on the device and call `.item()` once at the end "
@@ -154,7 +161,8 @@ _BANDWIDTH_CASES = ((100_000_000, 0.008), (4096, 2.5e-6), (2**30, 0.085), (64, 1
 
 
 @grader("07.bandwidth_gbps", reference=bandwidth_gbps, title="Achieved bandwidth", hints=(
-    "Bandwidth is bytes per second, written in GB/s. Which unit is a GB here, and which is the time in?",
+    "Check one row of the table by hand: how many bytes moved, in how many seconds? Bandwidth is what flows per "
+    "second, written in GB/s. Which unit is a GB here?",
     "Bytes divided by seconds gives bytes per second; 1 GB is 10**9 bytes (not 2**30, that is a GiB), "
     "and `seconds` is already in seconds.",
     "`return nbytes / seconds / 1e9`",
@@ -530,4 +538,402 @@ def _grade_sum_batches(fn: Callable) -> str:
             f"(counted on {counted}).")
 
 
-__all__ = ["bandwidth_gbps", "transfer_time", "sum_batches", "ARITHMETIC"]
+# --- exercise 07.capstone -------------------------------------------------------------------------
+
+class Classifier(nn.Module):
+    """Classifies sequences of 8 features into 3 classes; ``fit`` resumes training from a checkpoint."""
+
+    def __init__(self, features=8, classes=3):
+        super().__init__()
+        self.layer = nn.Linear(features, classes)
+        self.register_buffer("mean", torch.zeros(features))      # a buffer: `.to` moves it, the checkpoint fills it
+
+    def forward(self, x):                                         # x: (batch, time steps, features)
+        recent = torch.linspace(0.5, 1.0, x.shape[1], device=x.device)   # made where the input is
+        pooled = ((x - self.mean) * recent[:, None]).sum(dim=1) / recent.sum()
+        return self.layer(pooled)
+
+    def fit(self, batches, device, checkpoint):
+        """Resume from ``checkpoint``, take one Adam step per ``(inputs, labels)`` batch on ``device``, and
+        return the optimizer and the sum of the losses (a 0-dim tensor on ``device``)."""
+        self.load_state_dict(checkpoint["model"])
+        self.to(device)                                           # move the model first,
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
+        optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)
+        class_weights = torch.tensor([1.0, 2.0, 1.0], device=device)   # class 1 is rare: it counts double
+        total = torch.zeros((), device=device)
+        for inputs, labels in batches:
+            inputs, labels = inputs.to(device), labels.to(device)
+            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.detach()                                # no .item(): nothing waits, step after step
+        return optimizer, total
+
+
+_CAPSTONE_STEPS = 4
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OPTIM_DIR = os.path.dirname(torch.optim.__file__) + os.sep
+_COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: Operations that take tensors on two devices by design: copies, and indexing with CPU indices.
+_BETWEEN_DEVICES = frozenset({"_to_copy", "copy_", "copy", "_copy_from", "_copy_from_and_resize", "to", "index",
+                              "index_put", "index_put_", "_index_put_impl_", "_local_scalar_dense"})
+#: Operations whose GPU kernels check every argument: a 0-dim CPU tensor is refused there too.
+_EVERY_ARGUMENT = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "matmul",
+                             "linear", "embedding", "index_select", "cat", "stack", "gather", "nll_loss_forward",
+                             "nll_loss2d_forward", "native_layer_norm", "convolution", "_convolution"})
+
+
+def _capstone_batches(gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Four batches of 6 sequences (5 time steps, 8 features) with labels 0 to 2, on the CPU."""
+    return [(torch.randn(6, 5, 8, generator=gen) + 0.5, torch.randint(0, 3, (6,), generator=gen))
+            for _ in range(_CAPSTONE_STEPS)]
+
+
+def _capstone_checkpoint() -> dict:
+    """What the training saved before: the reference model's weights and mean, and Adam's state after a step."""
+    gen = torch.Generator().manual_seed(70)
+    model = Classifier()
+    with torch.no_grad():
+        for t in model.state_dict().values():
+            t.copy_(torch.randn(t.shape, generator=gen) * 0.5)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    inputs, labels = _capstone_batches(gen)[0]
+    F.cross_entropy(model(inputs), labels).backward()
+    optimizer.step()
+    return {"model": copy.deepcopy(model.state_dict()), "optimizer": copy.deepcopy(optimizer.state_dict())}
+
+
+class _Mixed(BaseException):
+    """Stops the learner's ``fit`` at its first operation that mixes the CPU with the device (as a GPU would)."""
+
+
+class _Watch(TorchDispatchMode):
+    """Watches one ``fit``: where each CPU tensor came from (a batch's inputs or labels, a plain attribute of the
+    model, made in ``forward`` or in ``fit``), the first operation that mixes a CPU tensor with the device's
+    tensors (stopped there, as a GPU stops), and the values read back from the device (``.item()``, ``.cpu()``)."""
+
+    def __init__(self, device: torch.device, batches: list, attributes: dict[int, str]):
+        super().__init__()
+        self.device_type = device.type
+        self.labels: dict[int, set[str]] = {}
+        self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
+        self.reads: list[str] = []
+        self.mix: tuple[str, set[str], bool] | None = None
+        for inputs, labels in batches:
+            self._label(inputs, {"inputs"})
+            self._label(labels, {"labels"})
+        for key, name in attributes.items():
+            self.labels[key] = {f"attribute:{name}"}
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:   # as transfer.count_copies: keep torch._dynamo unimported
+        return False
+
+    def _label(self, t: Any, labels: set[str]) -> None:
+        if type(t) is torch.Tensor:
+            self.labels[id(t)] = set(labels)
+            self._kept.append(t)
+
+    @staticmethod
+    def _where() -> tuple[str, bool]:
+        """("forward" or "fit", whether the optimizer's code runs), from the learner's frames on the stack."""
+        frame, place, optimizer = sys._getframe(2), "fit", False
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith(_OPTIM_DIR):
+                optimizer = True
+            elif not filename.startswith((_TORCH_DIR, _COURSE_DIR)) and frame.f_code.co_name == "forward":
+                place = "forward"
+            frame = frame.f_back
+        return place, optimizer
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        for t in tensors:
+            if t.device.type == "cpu" and id(t) not in self.labels:
+                self._label(t, {self._where()[0]})
+        on_device = any(t.device.type == self.device_type for t in tensors)
+        if on_device and name not in _BETWEEN_DEVICES:
+            strict = name in _EVERY_ARGUMENT
+            culprits = [t for t in tensors if t.device.type == "cpu" and (strict or t.dim() > 0)]
+            if culprits:
+                if self.mix is None:
+                    labels = set().union(*(self.labels.get(id(t), set()) for t in culprits))
+                    self.mix = (name, labels, self._where()[1])
+                raise _Mixed()
+        if name == "_local_scalar_dense" and on_device:
+            self.reads.append(".item()")
+            if self.device_type == "meta":       # no data: go on with a zero, only the count matters
+                dtype = args[0].dtype
+                return False if dtype == torch.bool else 0.0 if dtype.is_floating_point else 0
+        source = args[0] if name == "_to_copy" and args else args[1] if name == "copy_" and len(args) > 1 else None
+        if isinstance(source, torch.Tensor) and source.device.type == self.device_type:
+            to = args[0].device if name == "copy_" else kwargs.get("device") or source.device
+            target = torch.device(to).type
+            if target == "cpu":
+                self.reads.append(".cpu()")
+                if self.device_type == "meta":
+                    if name == "copy_":
+                        return args[0]
+                    return torch.zeros(source.shape, dtype=kwargs.get("dtype") or source.dtype)
+        out = func(*args, **kwargs)
+        labels = set().union(*(self.labels.get(id(t), set()) for t in tensors if t.device.type == "cpu"))
+        for o in tree_flatten(out)[0]:
+            if type(o) is torch.Tensor and o.device.type == "cpu" and id(o) not in self.labels:
+                self._label(o, labels or {self._where()[0]})
+        return out
+
+
+def _plain_attributes(model: nn.Module) -> dict[int, str]:
+    """id -> name of every plain tensor attribute of ``model`` and its submodules."""
+    found = {}
+    for prefix, sub in model.named_modules():
+        for key, value in vars(sub).items():
+            if is_tensor(value):
+                found[id(value)] = f"{prefix}.{key}" if prefix else key
+    return found
+
+
+def _on(device: torch.device) -> str:
+    if device.type == "meta":
+        return "on `meta` (the stand-in for a GPU here)"
+    return f"on `{device}`"
+
+
+def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> str:
+    on = _on(device)
+    gpu = (" On a GPU that line raises \"Expected all tensors to be on the same device\" (or \"... but got mat1 "
+           "is on cpu\"); `cu.explain_error()` after it explains the message.")
+    attributes = sorted(label.split(":", 1)[1] for label in labels if label.startswith("attribute:"))
+    if in_optimizer:
+        return (f"Bug: the optimizer's state. `optimizer.step()` mixed CPU tensors with your parameters {on} "
+                f"(in `{op}`): the state loaded from the checkpoint (Adam's running averages) stayed on the CPU, "
+                "because it was loaded while the parameters were still there. Move the model first, then build "
+                "the optimizer and load its state: `optimizer.load_state_dict` puts each state tensor where its "
+                "parameter is at that moment." + gpu + " `cu.show_devices(self, optimizer)` shows where each "
+                "state tensor lives.")
+    if "inputs" in labels:
+        return (f"Bug: an input never moved. Your model's weights are {on}, but each batch's `inputs` are still "
+                f"on the CPU when they reach them (`{op}` got both)." + gpu + " Move each batch inside the loop: "
+                "`inputs = inputs.to(device)`, and the labels with it. (`cu.explain_devices(self, inputs)` lists "
+                "where every weight and input lives.)")
+    if "labels" in labels:
+        return (f"Bug: the labels never moved. The model's output is {on}, but each batch's `labels` are still "
+                f"on the CPU when the loss compares them (`{op}` got both)." + gpu + " Move them with the "
+                "inputs: `labels = labels.to(device)`.")
+    if attributes:
+        name = attributes[0]
+        return (f"Bug: a plain tensor attribute. `self.{name}` is a tensor stored with `self.{name} = ...`: "
+                "`self.to(device)` moves parameters and buffers, not plain attributes, so it stayed on the CPU "
+                f"and met tensors {on} in `forward` (in `{op}`)." + gpu + " Register it as a buffer in "
+                f"`__init__`: `self.register_buffer(\"{name}\", torch.zeros(features))`. A buffer also goes into "
+                f"`state_dict()`, so the checkpoint's `{name}` loads into it. (`cu.explain_devices(self)` lists "
+                "plain attributes apart from buffers.)")
+    if "forward" in labels:
+        return (f"Bug: a tensor made in `forward` without a device. A factory call such as `torch.linspace(...)`, "
+                "`torch.ones(...)` or `torch.arange(...)` makes its tensor on the CPU (the default device), "
+                f"whatever device the input is on, and `{op}` then mixed it with tensors {on}." + gpu + " Make it "
+                "where the input is: pass `device=x.device`.")
+    if "loss" in op:
+        return (f"Bug: the loss weight. The class weights you give the loss (`weight=...`) are on the CPU: "
+                f"`torch.tensor([...])` makes them there, and `{op}` mixed them with the model's output {on}."
+                + gpu + " Make them on the device once, before the loop: `torch.tensor([...], device=device)`.")
+    return (f"A tensor that `fit` made without a device is on the CPU, and `{op}` mixed it with tensors {on}."
+            + gpu + " Make tensors on the device you are given (`device=device`), or move them once before the loop.")
+
+
+def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, label: str,
+             watch: bool) -> tuple[nn.Module, Any, _Watch | None]:
+    """Build the learner's model on the CPU, run its ``fit`` on ``device``; the model, what fit returned, the watch."""
+    model = call(cls, context="Classifier()")
+    if not issubclass(type(model), nn.Module) or "_parameters" not in vars(model):
+        raise Wrong(f"`Classifier()` gave {safe_repr(model)}, not a working nn.Module. Keep "
+                    "`class Classifier(nn.Module):` and `super().__init__()` at the start of `__init__`.")
+    params = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    if params != [("layer.weight", (3, 8)), ("layer.bias", (3,))]:
+        names = ", ".join(f"`{n}` {s}" for n, s in params) or "none"
+        raise Wrong(f"`Classifier()` should have exactly the parameters of `self.layer = nn.Linear(8, 3)`; it has "
+                    f"{names}. Keep the model as given: the checkpoint holds those weights. The mean is a constant, "
+                    "not a parameter: a buffer (`self.register_buffer(...)`).")
+    fit = getattr(model, "fit", None)
+    if not callable(fit):
+        raise Wrong("Your `Classifier` has no `fit` method: keep `def fit(self, batches, device, checkpoint):`.")
+    keys = set(model.state_dict())
+    checkpoint = {"model": {k: v for k, v in checkpoint["model"].items() if k in keys},
+                  "optimizer": checkpoint["optimizer"]}
+    watcher = _Watch(device, batches, _plain_attributes(model)) if watch else None
+    context = f"{label} on {device}"
+    try:
+        with ModesKept():
+            if watcher is None:
+                got = fit(batches, device, checkpoint)
+            else:
+                with watcher:
+                    got = fit(batches, device, checkpoint)
+    except _Mixed:
+        got = None
+    except NotImplementedError as e:
+        message = text_of(e).lower()
+        if "meta" not in message and "could not run" not in message:
+            raise NotAttempted() from None
+        raise Wrong(f"With {context}, your code read the data of a `meta` tensor: NotImplementedError: "
+                    f"{safe_repr(text_of(e), 160)}. Meta tensors have no data; keep values on the device "
+                    "(`total += loss.detach()`), don't read them in `fit`.") from None
+    except (KeyboardInterrupt, TimeLimit):
+        raise
+    except BaseException as e:
+        text = text_of(e)
+        if isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
+            raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
+                        "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.") from None
+        wrong = _no_accelerator_feedback(Crashed(e, context))
+        if wrong is not None:
+            raise wrong from None
+        raise Crashed(e, context) from None
+    if watcher is not None and watcher.mix is not None:
+        raise Wrong(f"With {context}: " + _mix_feedback(*watcher.mix, device))
+    return model, got, watcher
+
+
+def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch.device, label: str) -> tuple:
+    """Everything about one run but the values: reads, what fit returned, the optimizer, plain attributes."""
+    on = _on(device)
+    if type(got) not in (tuple, list) or len(got) != 2:
+        raise Wrong(f"With {label} on {device}, `fit` returned {safe_repr(got)}; return two things: "
+                    "`return optimizer, total`.")
+    optimizer, total = got
+    if not issubclass(type(optimizer), torch.optim.Optimizer):
+        raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
+                    "optimizer: `return optimizer, total`.")
+    try:
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        params = list(model.parameters())
+        state = optimizer.state
+    except Exception:
+        raise Wrong(f"With {label} on {device}, the optimizer you returned cannot be read (its `param_groups` "
+                    "or `state`). Return the `torch.optim.Adam` that `fit` trained with.") from None
+    if len(held) != len(params) or any(not any(h is p for p in params) for h in held):
+        raise Wrong("Bug: the optimizer was built before the move. Your optimizer does not hold the model's "
+                    f"parameters {on}: it holds {', '.join(safe_repr(h) for h in held[:2])}. "
+                    + ("On `meta`, `.to` replaces each parameter with a new tensor, so an optimizer built before "
+                       "`self.to(device)` keeps the old CPU ones and never trains the model. On a GPU the "
+                       "parameters stay the same objects, but optimizer state loaded before the move stays on "
+                       "the CPU. " if device.type == "meta" else "")
+                    + "PyTorch's documentation asks for this order: move the model, then build the optimizer, then "
+                    "load its state. (`cu.show_devices(self, optimizer)` shows where both live.)")
+    moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
+               if is_tensor(t) and n != "step"]
+    if not moments:
+        raise Wrong(f"With {label} on {device}, the optimizer has no state: load it from the checkpoint "
+                    "(`optimizer.load_state_dict(checkpoint[\"optimizer\"])`) after building it.")
+    try:
+        steps = {float(state[p]["step"]) for p in params if "step" in (state.get(p) or {})}
+    except Exception:
+        steps = set()
+    if steps == {float(_CAPSTONE_STEPS)}:
+        raise Wrong(f"With {label} on {device}, the optimizer counted only your {_CAPSTONE_STEPS} steps: its state "
+                    "from the checkpoint was never loaded, so training did not resume. Load it after building the "
+                    "optimizer: `optimizer.load_state_dict(checkpoint[\"optimizer\"])`.")
+    astray = sorted({f"{n} on {t.device}" for n, t in moments if t.device.type != device.type})
+    if astray:
+        raise Wrong(f"Bug: the optimizer's state. Your parameters are {on}, but Adam's state is not: "
+                    f"{', '.join(astray)}. Load the state after the move, into an optimizer built after it: "
+                    "`optimizer.load_state_dict` puts each state tensor where its parameter is at that moment.")
+    if watcher is not None and len(watcher.reads) > 1:
+        kinds = ", ".join(sorted(set(watcher.reads)))
+        raise Wrong(f"Bug: a value read every step. During {_CAPSTONE_STEPS} steps {on}, your `fit` read "
+                    f"{len(watcher.reads)} values back from the device ({kinds}). `loss.item()` (and `float(loss)`, "
+                    "`print(loss)`, `.cpu()`, `.tolist()`) makes the CPU wait for the GPU to finish everything queued, "
+                    "then copies the value: at every step the CPU stops running ahead. Keep the running total on the "
+                    "device: start from `torch.zeros((), device=device)`, add `loss.detach()`, and return it.")
+    if not is_tensor(total):
+        why = (" That `.item()` (or `float`) is a wait on a GPU; keep the total a tensor on the device."
+               if type(total) in (float, int) else "")
+        raise Wrong(f"With {label} on {device}, the total loss you returned is {safe_repr(total)} "
+                    f"({type(total).__name__}), not a 0-dim tensor on `{device}`.{why} Start from "
+                    "`torch.zeros((), device=device)` and add `loss.detach()` each step.")
+    total = expect_tensor(total, f"With {label} on {device}, the total loss")
+    if total.dim() != 0 or total.device.type != device.type:
+        raise Wrong(f"With {label} on {device}, the total loss should be a 0-dim tensor on `{device}`; yours is "
+                    f"{safe_repr(total)}. Keep it on the device, and return it without `.item()` or `.cpu()`.")
+    if total.requires_grad:
+        raise Wrong(f"With {label} on {device}, your total requires grad: `total += loss` keeps every step's "
+                    "autograd graph alive. Add `loss.detach()`, the value without the graph.")
+    plain = [name for name in _plain_attributes(model).values()]
+    if plain:
+        raise Wrong(f"Bug: a plain tensor attribute. `self.{plain[0]}` is a plain tensor attribute: `.to(device)` "
+                    "does not move it and `state_dict()` does not save it, so the checkpoint's value never loads. "
+                    f"Register it as a buffer: `self.register_buffer(\"{plain[0]}\", torch.zeros(features))`.")
+    return optimizer, total
+
+
+def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn.Module, want_total: torch.Tensor,
+                  device: torch.device) -> None:
+    got_state, want_state = model.state_dict(), want_model.state_dict()
+    for key, want in want_state.items():
+        got = got_state.get(key)
+        if not is_tensor(got):
+            raise Wrong(f"After `fit` on {device}, your model has no `{key}`; keep the names of the given script.")
+        got = expect_tensor(got, f"`{key}`")
+        if got.shape != want.shape or not torch.allclose(got.detach().float().cpu(), want.float().cpu(),
+                                                         rtol=1e-4, atol=1e-5):
+            raise Wrong(f"After `fit` on {device}, `{key}` differs from the reference's (expected "
+                        f"{_preview(want)}, got {_preview(got)}). Fix the devices, not the arithmetic: keep "
+                        "the model, the loss, its weights and the optimizer of the given script.")
+    got_total, want_total = total.detach().float().cpu(), want_total.detach().float().cpu()
+    if not torch.allclose(got_total, want_total, rtol=1e-4, atol=1e-5):
+        mean = " It looks like the mean of the losses; return their sum." if torch.allclose(
+            got_total * _CAPSTONE_STEPS, want_total, rtol=1e-4, atol=1e-5) else ""
+        raise Wrong(f"After `fit` on {device}, the total loss is {got_total.item():.6g}; the reference's is "
+                    f"{want_total.item():.6g}.{mean}")
+
+
+@grader("07.capstone", reference=Classifier, title="Capstone: a training script with device bugs", hints=(
+    "Delete the `raise NotImplementedError` line and run the check: it stops at the first bug, as a GPU would, "
+    "and names it. Or run the script yourself on `target` in the cell below it: the error appears where a GPU "
+    "raises it, and `cu.explain_error()` explains it. Six bugs hide in the script; fix one at a time.",
+    "Ask the course's tools where things live: `cu.explain_devices(model, inputs)` lists every parameter, buffer, "
+    "plain attribute and input with its device; `cu.show_devices(model, optimizer)` maps the optimizer's state "
+    "too; `transfer.count_copies(target)` counts the copies (and a value read back each step).",
+    "The six: move `inputs` and `labels` in the loop; `device=x.device` for the tensor made in `forward`; "
+    "`self.register_buffer(\"mean\", ...)` for the plain attribute; `self.to(device)` before building the "
+    "optimizer and loading its state; `device=device` for the loss's class weights; and a total kept on the "
+    "device (`total = torch.zeros((), device=device)`, `total += loss.detach()`) instead of `.item()` every step.",
+))
+def _grade_capstone(cls: type) -> str:
+    if not issubclass(cls, nn.Module):
+        raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.")
+    checkpoint = _capstone_checkpoint()
+    devices = devices_to_test()
+    label = f"{_CAPSTONE_STEPS} batches"
+
+    def fresh(seed: int) -> tuple[list, dict]:
+        return _capstone_batches(torch.Generator().manual_seed(seed)), copy.deepcopy(checkpoint)
+
+    def reference(device: torch.device, seed: int) -> tuple[nn.Module, torch.Tensor]:
+        model, (batches, saved) = Classifier(), fresh(seed)
+        _, total = model.fit(batches, device, saved)
+        return model, total
+
+    cpu = torch.device("cpu")
+    model, got, _ = _run_fit(cls, cpu, *fresh(1), label, watch=False)           # the stub stops here
+    cpu_result = (model, got)
+    for dev in devices[1:]:
+        dev_model, dev_got, watcher = _run_fit(cls, dev, *fresh(2), label, watch=True)
+        _, total = _check_fit(dev_model, dev_got, watcher, dev, label)
+        if dev.type != "meta":
+            _check_capstone_values(dev_model, total, *reference(dev, 2), dev)
+    model, got = cpu_result
+    _, total = _check_fit(model, got, None, cpu, label)
+    _check_capstone_values(model, total, *reference(cpu, 1), cpu)
+    where = ", ".join(str(d) for d in devices)
+    return (f"Right: all six bugs fixed. On {where}, `fit` moves each batch, keeps every tensor it makes on the "
+            "device, holds `mean` as a buffer, builds and loads the optimizer after the move, and reads nothing "
+            "back while it trains; the weights and the total loss match the reference's.")
+
+
+__all__ = ["bandwidth_gbps", "transfer_time", "sum_batches", "ARITHMETIC", "Classifier"]

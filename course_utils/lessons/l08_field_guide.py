@@ -12,16 +12,21 @@ from ..quizzes import add_quiz
 # --- quizzes ---------------------------------------------------------------------------------
 
 add_quiz(
-    "08.del_reserved",
-    "On a GPU, `x = torch.empty(2**28, device=\"cuda\")` takes 1 GiB. You run `del x`. What does "
-    "`nvidia-smi` show for your process now?",
-    ["About 1 GiB less than before", "The same as before: PyTorch keeps the freed memory for its next tensor",
-     "Zero: `del` hands everything back to the driver", "It depends on the Python garbage collector only"],
-    1,
-    "PyTorch's caching allocator keeps the freed block *reserved* for your next tensors: "
-    "`torch.cuda.memory_allocated()` drops by 1 GiB, `torch.cuda.memory_reserved()` and `nvidia-smi` do not. "
-    "`torch.cuda.empty_cache()` hands the unused reserved memory back to the driver (other processes can then use "
-    "it); it cannot free tensors you still hold.",
+    "08.oom_message",
+    "A training step stops with `CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "14.74 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 13.61 GiB memory in use. "
+    "Of the allocated memory 13.20 GiB is allocated by PyTorch, and 287.42 MiB is reserved by PyTorch but "
+    "unallocated.` Which fix do these figures call for?",
+    ["Hold fewer tensors: a smaller batch, `torch.no_grad()` for evaluation, `del` what you no longer need",
+     "Call `torch.cuda.empty_cache()` before each step, so that PyTorch's cache gives its memory back",
+     "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the free memory is cut into pieces",
+     "Close the other program that is using the GPU"],
+    0,
+    "*Allocated by PyTorch* is your live tensors: 13.20 of the GPU's 14.74 GiB, so hold fewer of them. The cache "
+    "(*reserved but unallocated*) holds only 287 MiB: `empty_cache()` could hand back no more than that, and the "
+    "allocator already freed it and tried again before raising; with so little cached, the memory is not cut into "
+    "pieces either, so `expandable_segments` has nothing to join. And this process uses 13.61 GiB while "
+    "14.74 - 1.12 = 13.62 GiB is in use in all: no other program holds any of it.",
 )
 add_quiz(
     "08.bad_label",

@@ -500,7 +500,8 @@ WORKER = {
     "07_later_cells.ipynb": notebook(
         cell("07.bandwidth_gbps", SOL["07.bandwidth_gbps"]),
         cell("07.transfer_time", SOL["07.transfer_time"] + "bandwidth_gbps = bandwidth_gbps(12e9, 1.0)\n"),
-        cell("07.sum_batches", SOL["07.sum_batches"] + "torch.set_default_device('meta')\n")),
+        cell("07.sum_batches", SOL["07.sum_batches"] + "torch.set_default_device('meta')\n"),
+        cell("07.capstone", SOL["07.capstone"])),
     "modes_last.ipynb": answers01(blank_like=SOL["01.blank_like"] + MODES),
     "modes_back.ipynb": answers01(nbytes=SOL["01.nbytes"] + MODES, blank_like=MODES_BACK + SOL["01.blank_like"]),
     "split.ipynb": notebook(cell("01.nbytes", "def element_bytes(t):\n    return t.element_size()\n"),

@@ -1,0 +1,96 @@
+"""The course teaches as it says: honest times, quizzes that ask for a prediction (answers spread over the
+options, none given away just above, none asked twice)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from course_utils.quizzes import get_quiz, quiz_ids
+from nbtools import load, notebook_paths, source
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("lesson_times", ROOT / "scripts" / "lesson_times.py")
+lesson_times = sys.modules["lesson_times"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lesson_times)
+
+QUIZ_CALL = re.compile(r"""cu\.quiz\(\s*["']([\w.]+)["']""")
+
+
+def _words(text: str) -> str:
+    """Lower-case words only, one space apart (Markdown, backticks and punctuation dropped)."""
+    return " ".join(re.findall(r"[a-z0-9_.]+", text.lower().replace("`", "")))
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_a_lesson_fits_the_time_it_states(path):
+    e = lesson_times.estimate(path)
+    assert e.stated, f"{path.name} states no '**Time:** about N minutes'"
+    assert 1 / lesson_times.TOLERANCE <= e.ratio <= lesson_times.TOLERANCE, (
+        f"{path.name}: estimated {e.minutes:.0f} min on its core path, states {e.stated}")
+
+
+def test_the_readme_states_each_lessons_time():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for e in lesson_times.estimates():
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {e.lesson} |"))
+        assert f"| {e.stated} min |" in row, row[:120]
+
+
+def test_the_estimate_counts_what_it_says(tmp_path):
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "**Time:** about 10 minutes. " + "word " * 296
+         + "<details><summary>More</summary>\n\n" + "note " * 73 + "</details>"},
+        {"cell_type": "code", "metadata": {}, "source": "x = 1"},
+        {"cell_type": "code", "metadata": {}, "source": 'cu.quiz("01.default_device")'},
+        {"cell_type": "code", "metadata": {"course": {"exercise": "01.nbytes"}}, "source": "def f(): ..."},
+        {"cell_type": "code", "metadata": {}, "source": 'cu.exercise("01.nbytes")'},
+        {"cell_type": "code", "metadata": {"course": {"exercise": "07.capstone", "minutes": 15}}, "source": "..."},
+        {"cell_type": "markdown", "metadata": {}, "source": "## Going further: more\n" + "word " * 150},
+        {"cell_type": "code", "metadata": {}, "source": "y = 2"}]}
+    path = tmp_path / "09_x.ipynb"
+    path.write_text(__import__("json").dumps(nb), encoding="utf-8")
+    e = lesson_times.estimate(path)
+    assert (e.words, e.demos, e.quizzes, e.exercises, e.stated) == (300, 1, 1, 2, 10)
+    assert e.minutes == pytest.approx(2 + 0.75 + 1 + 6 + 15)
+    assert e.optional_minutes == pytest.approx((154 + 75) / 150 + 0.75)   # a heading of 4 words, a note of 75
+
+
+def _quiz_cells() -> list[tuple[Path, int, str]]:
+    found = []
+    for path in notebook_paths():
+        for index, cell in enumerate(load(path)["cells"]):
+            if cell["cell_type"] == "code":
+                found += [(path, index, quiz_id) for quiz_id in QUIZ_CALL.findall(source(cell))]
+    return found
+
+
+def test_every_quiz_is_asked_once():
+    asked = Counter(quiz_id for _, _, quiz_id in _quiz_cells())
+    assert sorted(asked) == quiz_ids() and set(asked.values()) == {1}, asked
+    questions = Counter(_words(get_quiz(q).question) for q in quiz_ids())
+    assert max(questions.values()) == 1, [q for q, n in questions.items() if n > 1]
+
+
+def test_no_letter_is_the_answer_to_most_quizzes():
+    letters = Counter("abcdefgh"[get_quiz(q).answer] for q in quiz_ids())
+    assert max(letters.values()) <= 0.4 * len(quiz_ids()), letters
+
+
+@pytest.mark.parametrize("path, index, quiz_id", _quiz_cells(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_quiz_is_not_answered_just_above_it(path, index, quiz_id):
+    """The Markdown between the previous code cell and the quiz does not contain the right option."""
+    cells = load(path)["cells"]
+    above = []
+    for cell in reversed(cells[:index]):
+        if cell["cell_type"] != "markdown":
+            break
+        above.append(_words(source(cell)))
+    quiz = get_quiz(quiz_id)
+    right = _words(quiz.options[quiz.answer])
+    if len(right.split()) >= 3:   # a short option ("2", "cpu") may stand above for other reasons
+        assert right not in " ".join(above), f"{quiz_id}: the answer {right!r} stands above the quiz"
