@@ -42,13 +42,11 @@ def quiz(quiz_id: str) -> _Display:
     if w is None:
         return _Display(None, text, fallback)
     letters = string.ascii_lowercase
-    # Options are written out in HTML (inline code shown as code); the radio buttons, which can only
-    # show plain text, carry their letters.
-    listed = "".join(f"<div style='margin: 2px 0 2px 1em'><b>{letters[i]})</b> {code_html(o)}</div>"
-                     for i, o in enumerate(q.options))
-    question = w.HTML(value=f"<b>🤔 Predict:</b> {code_html(q.question)}{listed}")
-    choices = w.RadioButtons(options=[f"{letters[i]})" for i in range(len(q.options))], value=None,
-                             description="Your answer:", style={"description_width": "initial"},
+    # Each radio button carries its whole option, so that its accessible name is the answer itself (a
+    # radio button shows plain text: inline code loses its backticks).
+    question = w.HTML(value=f"<b>Predict:</b> {code_html(q.question)}")
+    choices = w.RadioButtons(options=[f"{letters[i]}) {o.replace('`', '')}" for i, o in enumerate(q.options)],
+                             value=None, description="Your answer:", style={"description_width": "initial"},
                              layout=w.Layout(width="auto"))
     commit = w.Button(description="Commit my prediction", button_style="primary",
                       layout=w.Layout(width="auto"))

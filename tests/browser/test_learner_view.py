@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import a11y
 from conftest import ARTIFACTS
 from course_utils.exercises import get_exercise
 from course_utils.quizzes import get_quiz
@@ -159,6 +160,31 @@ def solve_in_browser(page, ex_id):
         arg=handle, timeout=30_000)
 
 
+def set_theme(page, dark: bool) -> None:
+    """Settings > Theme > JupyterLab Dark (or Light), and wait until the page says it changed."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Settings$")).first.click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^JupyterLab {'Dark' if dark else 'Light'}$")).first.click()
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{'false' if dark else 'true'}'",
+                           timeout=30_000)
+
+
+def audit_both_themes(page, path, ui):
+    """axe-core on the course's content after Run All, in the light and the dark theme (results kept as artifacts)."""
+    found = []
+    for dark in (False, True):
+        if ui == "lab":
+            set_theme(page, dark)
+        elif dark:
+            continue
+        violations = a11y.audit(page)
+        a11y.record(ARTIFACTS / "a11y.json", f"{ui}/{'dark' if dark else 'light'}/{path.stem}", violations)
+        found += [f"{'dark' if dark else 'light'}: {v}" for v in a11y.blocking(violations)]
+    if ui == "lab":
+        set_theme(page, False)
+    return found
+
+
 def learner_session(page, server, notebook_copy, path, ui):
     target = notebook_copy / path.name
     shutil.copy(path, target)  # start from the committed notebook every time
@@ -170,6 +196,8 @@ def learner_session(page, server, notebook_copy, path, ui):
         if found:
             print(f"\nnotebook outputs kept at {keep_artifacts(path, nb)}")
         assert not found, "\n".join(found)
+        barriers = audit_both_themes(page, path, ui)
+        print("\n".join(barriers))
 
         quizzes = [m for c in original["cells"] if c["cell_type"] == "code" for m in QUIZ_CALL.findall(source(c))]
         answer_quiz(page, 0, quizzes[0], right=False)
