@@ -23,6 +23,7 @@ from . import lessons  # noqa: F401  (registers every lesson's quizzes and exerc
 from .device import accelerator, best_device
 from .devicemap import show_devices
 from .errors import explain_error
+from .figures import show as show_figure
 from .exercises import check, exercise_ids
 from .learner import answer, hint, solution
 from .mismatch import explain_devices
@@ -34,7 +35,7 @@ from .widgets import exercise, quiz
 
 __all__ = ["setup", "best_device", "accelerator", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
-           "explain_error", "show_devices"]
+           "explain_error", "show_devices", "show_figure"]
 __version__ = "0.1.0"
 
 

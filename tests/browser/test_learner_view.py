@@ -197,7 +197,7 @@ def learner_session(page, server, notebook_copy, path, ui):
             print(f"\nnotebook outputs kept at {keep_artifacts(path, nb)}")
         assert not found, "\n".join(found)
         barriers = audit_both_themes(page, path, ui)
-        print("\n".join(barriers))
+        assert not barriers, "accessibility barriers in the course's content:\n" + "\n".join(barriers)
 
         quizzes = [m for c in original["cells"] if c["cell_type"] == "code" for m in QUIZ_CALL.findall(source(c))]
         answer_quiz(page, 0, quizzes[0], right=False)
