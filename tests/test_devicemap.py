@@ -223,3 +223,19 @@ def test_a_tensor_made_by_an_operation_is_drawn_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")                  # PyTorch warns when .grad of a non-leaf is read
         assert [b.names for b in cu.show_devices(y=y).blocks()] == [["y"]]
+
+
+def test_a_screen_reader_gets_each_lane_in_words_and_the_map_as_a_table():
+    """Each lane's SVG is labelled by its own title and a description naming every block; the same facts stand
+    in a table with column headers (WCAG 1.1.1, 1.3.1). Two maps on one page never share an id."""
+    a, m = torch.ones(3), torch.zeros(2, 4, device="meta")
+    page = cu.show_devices(a, m)._repr_html_() + cu.show_devices(a)._repr_html_()
+    for labelled_by in re.findall(r'<svg role="img" aria-labelledby="([^"]+)"', page):
+        title, desc = labelled_by.split()
+        assert f'<title id="{title}">' in page and f'<desc id="{desc}">' in page
+    ids = re.findall(r' id="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) == 6
+    assert re.search(r'<desc id="[^"]+">m: tensor, shape \(2, 4\), float32, 32 B on meta</desc>', page)
+    table = page[page.index("<table"):page.index("</table>")]
+    assert table.count('<th scope="col"') == 7
+    assert "<td>m</td><td>tensor</td><td>(2, 4)</td><td>float32</td><td>32 B</td><td>meta</td>" in table

@@ -123,3 +123,37 @@ def test_plots_have_an_opaque_white_background(path):
         text = source(cell)
         if cell["cell_type"] == "code" and "plt.subplots(" in text:
             assert 'facecolor="white"' in text or 'set_facecolor("white")' in text, text[:200]
+
+
+def _markdown_lines(nb):
+    """Each Markdown line outside fenced code."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        fenced = False
+        for line in source(cell).splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced:
+                yield line
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_headings_form_one_outline(path):
+    """One title (a level-1 heading, first), and no level skipped on the way down (WCAG 1.3.1, 2.4.6)."""
+    levels = [len(m.group(1)) for line in _markdown_lines(load(path)) for m in [re.match(r"(#{1,6})\s", line)] if m]
+    assert levels[:1] == [1] and levels.count(1) == 1, levels[:3]
+    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    assert skips == [], skips
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_picture_and_link_says_what_it_is(path):
+    """Images have a text alternative; links have text that means something out of context (WCAG 1.1.1, 2.4.4)."""
+    text = "\n".join(_markdown_lines(load(path)))
+    images = re.findall(r"!\[([^\]]*)\]\(", text) + re.findall(r"<img\b(?![^>]*\balt=\"[^\"]+\")[^>]*>", text)
+    assert images and all(alt.strip() for alt in images if not alt.startswith("<img")), images
+    assert not [i for i in images if i.startswith("<img")], "an <img> without alt text"
+    vague = [t for t in re.findall(r"(?<!!)\[([^\]]+)\]\(", text) if t.strip().lower() in
+             {"here", "click here", "this", "link", "more", "read more"}]
+    assert vague == [], vague

@@ -5,6 +5,7 @@ also says in words what it is."""
 from __future__ import annotations
 
 import html as _html
+import itertools
 import math
 from typing import Protocol
 
@@ -119,9 +120,21 @@ _BG2 = "var(--jp-layout-color2, #f3f3f3)"
 _LINE = "var(--jp-border-color1, #9e9e9e)"
 
 
+_IDS = itertools.count()
+
+
+def describe(block: Block) -> str:
+    """One block in words: what the SVG shows of it, for its title and the map's table."""
+    return (f"{', '.join(block.names)}: {block.kind}, shape {tuple(block.shape)}, {block.dtype}, "
+            f"{human_bytes(block.nbytes)} on {block.device}" + ("" if not block.pinned else ", pinned")
+            + (f"; {block.status}: {block.note}" if block.status else ""))
+
+
 def html(device_map: MapLike) -> str:
-    """The map as HTML with one inline SVG per lane."""
+    """The map as HTML: one inline SVG per lane (with a title and a description a screen reader reads), then the
+    same facts as a table in a collapsed note."""
     esc = _html.escape
+    map_id = f"course-map-{next(_IDS)}"
     parts = [f'<div class="course-device-map" style="font-family: var(--jp-ui-font-family, sans-serif); '
              f'color: {_FG}; max-width: {LANE_WIDTH + 20}px">']
     parts.append(f'<div style="font-weight: bold; margin: 2px 0 6px">{esc(text(device_map).splitlines()[0])}</div>')
@@ -132,17 +145,37 @@ def html(device_map: MapLike) -> str:
                      f'border-radius: 6px; padding: 6px 8px; margin: 0 0 8px; background: {_BG2}">')
         parts.append(f'<div style="margin-bottom: 4px"><b>{esc(lane.title)}</b> · {len(lane.blocks)} block(s), '
                      f'{esc(human_bytes(lane.used))}{esc(_memory_text(lane))}</div>')
-        parts.append(f'<svg role="img" aria-label="{esc(lane.title)}" width="{LANE_WIDTH}" height="{height:.0f}" '
-                     f'viewBox="0 0 {LANE_WIDTH} {height:.0f}" xmlns="http://www.w3.org/2000/svg" '
-                     f'style="max-width: 100%; height: auto; display: block">')
+        lane_id = f"{map_id}-{esc(lane.device)}"
+        contents = "; ".join(describe(block) for block in lane.blocks) or "empty"
+        parts.append(f'<svg role="img" aria-labelledby="{lane_id}-t {lane_id}-d" width="{LANE_WIDTH}" '
+                     f'height="{height:.0f}" viewBox="0 0 {LANE_WIDTH} {height:.0f}" '
+                     f'xmlns="http://www.w3.org/2000/svg" style="max-width: 100%; height: auto; display: block">'
+                     f'<title id="{lane_id}-t">{esc(lane.title)}</title><desc id="{lane_id}-d">{esc(contents)}</desc>')
         for block, x, y in placed:
             parts.append(_svg_block(block, x, y))
         parts.append("</svg></div>")
     skipped = _skipped_text(device_map).strip()
     if skipped:
         parts.append(f'<div style="color: {_FG2}; font-size: 90%">{esc(skipped)}</div>')
+    parts.append(_table(device_map))
     parts.append("</div>")
     return "".join(parts)
+
+
+def _table(device_map: MapLike) -> str:
+    """Every block as a table row (names, kind, shape, dtype, bytes, device, status), in a collapsed note."""
+    esc = _html.escape
+    rows = "".join(
+        f"<tr><td>{esc(', '.join(b.names))}</td><td>{esc(b.kind)}</td><td>{esc(str(tuple(b.shape)))}</td>"
+        f"<td>{esc(b.dtype)}</td><td>{esc(human_bytes(b.nbytes))}</td><td>{esc(b.device)}</td>"
+        f"<td>{esc(f'{b.status}: {b.note}' if b.status else '')}</td></tr>"
+        for lane in device_map.lanes for b in lane.blocks)
+    cell = "padding: 1px 8px; text-align: left"
+    head = "".join(f'<th scope="col" style="{cell}">{h}</th>' for h in
+                   ("name", "kind", "shape", "dtype", "size", "device", "status"))
+    return (f'<details style="margin-top: 4px"><summary>The same map as a table</summary>'
+            f'<table style="border-collapse: collapse; font-size: 90%"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{rows}</tbody></table></details>')
 
 
 def _svg_block(block: Block, x: float, y: float) -> str:
@@ -152,9 +185,7 @@ def _svg_block(block: Block, x: float, y: float) -> str:
     edge = _STATUS_COLOUR.get(block.status, colour)
     dash = ' stroke-dasharray="5 3"' if block.status in (STAYED, ODD) else ""
     first, second, third, fourth = label_lines(block)
-    title = (f"{', '.join(block.names)}: {block.kind}, shape {tuple(block.shape)}, {block.dtype}, "
-             f"{human_bytes(block.nbytes)} on {block.device}"
-             + (f"; {block.status}: {block.note}" if block.status else ""))
+    title = describe(block)
     status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {edge}">' \
              f'{esc(fourth)}</text>' if fourth else ""
     return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
