@@ -116,30 +116,68 @@ def keep_artifacts(path, nb):
     return out
 
 
+def tab_to(page, box, name: str, limit: int = 60) -> None:
+    """Press Tab until the focus is on the control in ``box`` whose accessible name starts with ``name``
+    (a keyboard user's way there)."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if box.evaluate("(el, name) => el.contains(document.activeElement) && ((document.activeElement."
+                        "labels?.[0]?.textContent || document.activeElement.textContent || '').trim()"
+                        ".startsWith(name))", name):
+            return
+    raise AssertionError(f"{limit} presses of Tab never reached {name!r}")
+
+
+def start_at(page, box) -> None:
+    """Put the keyboard focus on the cell that holds ``box``, as a learner arrives there with the arrow keys in
+    command mode; every step after this one is a key press."""
+    box.scroll_into_view_if_needed()
+    box.evaluate("el => el.closest('.jp-Cell').focus()")
+
+
 def answer_quiz(page, nth, quiz_id, right):
+    """Choose an option and commit it with the keyboard alone, then read the outcome as a screen reader does."""
     q = get_quiz(quiz_id)
     box = page.locator(".course-quiz").nth(nth)
-    box.scroll_into_view_if_needed()
+    start_at(page, box)
     assert box.locator(".course-explanation").count() == 0, "explanation visible before committing"
     choice = q.answer if right else (q.answer + 1) % len(q.options)
-    box.locator("input[type=radio]").nth(choice).check()
+    tab_to(page, box, f"{'abcdefgh'[choice]})")
+    page.keyboard.press("Space")
+    assert box.locator("input[type=radio]").nth(choice).is_checked()
     assert box.locator(".course-explanation").count() == 0, "explanation visible before committing"
-    box.get_by_role("button", name="Commit my prediction").click()
-    outcome = box.locator(".course-quiz-outcome")
-    outcome.wait_for(timeout=10_000)
-    text = outcome.inner_text()
-    assert ("Correct!" in text) if right else ("Not quite" in text), text
+    tab_to(page, box, "Commit my prediction")
+    page.keyboard.press("Enter")
+    box.locator(".course-quiz-outcome").wait_for(timeout=10_000)
+    heard = box.aria_snapshot()
+    assert ("Correct!" in heard) if right else ("Not quite" in heard), heard
     assert box.locator(".course-explanation").inner_text().strip()
 
 
-def press_check(box):
-    status = box.locator(".course-result")
+def press_check(page, box):
+    """Check with the keyboard; the result as the accessibility tree gives it."""
     count = box.locator(".course-check-count").inner_text()
-    box.get_by_role("button", name="Check").click()
+    start_at(page, box)
+    tab_to(page, box, "Check")
+    page.keyboard.press("Enter")
     box.page.wait_for_function(
         "([el, old]) => el.querySelector('.course-check-count').textContent !== old",
         arg=[box.element_handle(), count], timeout=30_000)
-    return status.inner_text()
+    return box.locator(".course-result").aria_snapshot()
+
+
+def hint_and_solution_by_keyboard(page, box, ex_id):
+    """Hint, then Show solution, with the keyboard; both answers are read from the accessibility tree."""
+    start_at(page, box)
+    tab_to(page, box, "Hint")
+    page.keyboard.press("Enter")
+    box.locator(".course-hints").wait_for(timeout=10_000)
+    assert get_exercise(ex_id).hints[0].split("`")[0].strip()[:20] in box.aria_snapshot()
+    start_at(page, box)
+    tab_to(page, box, "Show solution")
+    page.keyboard.press("Enter")
+    box.locator(".course-solution").wait_for(timeout=10_000)
+    assert "Reference solution" in box.aria_snapshot()
 
 
 def solve_in_browser(page, ex_id):
@@ -207,10 +245,11 @@ def learner_session(page, server, notebook_copy, path, ui):
         box = page.locator(".course-exercise").first
         box.scroll_into_view_if_needed()
         assert "not attempted" in box.locator(".course-result").inner_text()
-        assert "not attempted" in press_check(box)
+        assert "not attempted" in press_check(page, box)
         solve_in_browser(page, ex_id)
-        after = press_check(box)
+        after = press_check(page, box)
         assert "passed" in after, after
+        hint_and_solution_by_keyboard(page, box, ex_id)
     finally:
         shutdown_kernels(server)
 
