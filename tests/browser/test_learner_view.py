@@ -259,8 +259,9 @@ def test_jupyterlab_run_all_and_use(page, server, notebook_copy, path):
     learner_session(page, server, notebook_copy, path, ui="lab")
 
 
-def test_notebook7_run_all_and_use(page, server, notebook_copy):
-    learner_session(page, server, notebook_copy, NOTEBOOKS[0], ui="notebook")
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook7_run_all_and_use(page, server, notebook_copy, path):
+    learner_session(page, server, notebook_copy, path, ui="notebook")
 
 
 def test_the_harness_sees_an_untagged_error_stop_run_all(page, server, notebook_copy):
