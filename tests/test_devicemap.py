@@ -239,3 +239,13 @@ def test_a_screen_reader_gets_each_lane_in_words_and_the_map_as_a_table():
     table = page[page.index("<table"):page.index("</table>")]
     assert table.count('<th scope="col"') == 7
     assert "<td>m</td><td>tensor</td><td>(2, 4)</td><td>float32</td><td>32 B</td><td>meta</td>" in table
+
+
+def test_svg_text_is_drawn_in_the_themes_text_colours():
+    """Text inside the SVG (axe does not check it) uses JupyterLab's text colours, which meet 4.5:1 on their
+    theme's background, light or dark; a status is said in words, its colour only repeats it on the edge."""
+    before = cu.show_devices(x=torch.ones(3))
+    after = cu.show_devices(x=torch.ones(3, device="meta"), compare=before)
+    fills = set(re.findall(r'<text [^>]*style="fill: ([^"]+)"', after._repr_html_()))
+    assert fills <= {"var(--jp-ui-font-color1, #1f1f1f)", "var(--jp-ui-font-color2, #555)"}, fills
+    assert "moved" in after._repr_html_()

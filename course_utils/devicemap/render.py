@@ -186,7 +186,8 @@ def _svg_block(block: Block, x: float, y: float) -> str:
     dash = ' stroke-dasharray="5 3"' if block.status in (STAYED, ODD) else ""
     first, second, third, fourth = label_lines(block)
     title = describe(block)
-    status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {edge}">' \
+    # the status in words, in the theme's text colour (readable on light and dark); the edge carries its colour
+    status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {_FG}">' \
              f'{esc(fourth)}</text>' if fourth else ""
     return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
             f'data-status="{esc(block.status)}"><title>{esc(title)}</title>'
