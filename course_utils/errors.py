@@ -950,7 +950,8 @@ class Explanation:
 
     def _repr_html_(self) -> str:
         if not self.known:
-            return f"<div class='course-error-help' style='color:#868e96'>{html.escape(self.text())}</div>"
+            return (f"<div class='course-error-help' style='color:var(--jp-ui-font-color2, #555)'>"
+                    f"{html.escape(self.text())}</div>")
         rows = [("You got", f"<code>{html.escape(self.message)}</code>"), ("Cause", code_html(self.cause)),
                 ("Fix", code_html(self.fix)), ("Learn more", code_html(self.lesson))]
         body = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows)

@@ -182,14 +182,15 @@ class DeviceReport:
                                    f"({html.escape(self.reason)})" if self.target else "")
         parts = [f"<b>{title}</b>"]
         for p in self.problems:
-            parts.append(f"<div style='color:{_COLOUR[MISMATCH]}'>Problem: {html.escape(p)}</div>")
+            parts.append(f"<div><span style='color:{_COLOUR[MISMATCH]}'>{_ICON[MISMATCH]}</span> "
+                         f"<b>Problem:</b> {html.escape(p)}</div>")
         rows, hidden = self._rows(40)
         if rows:
             head = "".join(f"<th style='text-align:left;padding:1px 8px'>{h}</th>"
-                           for h in ("", "kind", "name", "device", "shape", "dtype", "note"))
+                           for h in ("status", "kind", "name", "device", "shape", "dtype", "note"))
             body = []
             for e in rows:
-                cells = [f"<span style='color:{_COLOUR[e.status]}'>{_ICON[e.status]}</span>",
+                cells = [f"<span style='color:{_COLOUR[e.status]}'>{_ICON[e.status]}</span> {e.status}",
                          html.escape(e.kind), f"<code>{html.escape(e.name)}</code>",
                          f"<code>{html.escape(e.device or '-')}</code>", html.escape(e.shape or "-"),
                          html.escape(e.dtype), html.escape(e.note)]

@@ -66,7 +66,8 @@ class Result:
         feedback = code_html(self.feedback)   # `inline code` shown as code, as quizzes show it
         printed = (f"<div style='opacity:.75;margin-top:4px'>Your code printed: "
                    f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
-        heading = (f"<b style='color:{colour}'>{icon} {html.escape(self.exercise_id)} {html.escape(self.title)}: "
-                   f"{self.status}</b> <span style='opacity:.75'>({self.points}/{self.max_points} points)</span>")
+        # the status in words, in the theme's text colour (4.5:1 on light and dark); colour only on icon and edge
+        heading = (f"<b><span style='color:{colour}'>{icon}</span> {html.escape(self.exercise_id)} "
+                   f"{html.escape(self.title)}: {self.status}</b> <span style='opacity:.75'>({self.points}/{self.max_points} points)</span>")
         return card(f"{heading}<div style='margin-top:4px'>{feedback}</div>{printed}", colour,
                     f"course-result course-{self.status.replace(' ', '-')}")

@@ -516,3 +516,20 @@ def test_a_hostile_mapping_never_crashes_the_report():
             raise RuntimeError("no")
     report = explain_devices(nn.Linear(2, 2), {"batch": Broken(x=torch.ones(2))})
     assert isinstance(report.text(), str) and isinstance(report._repr_html_(), str)
+
+
+def test_the_html_report_says_each_rows_status_in_words_not_only_colour():
+    import re
+
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(2, 2)
+            self.scale = torch.ones(2)
+
+    model = Plain().to("meta")
+    page = explain_devices(model, {"x": torch.ones(1, 2)}, device="meta")._repr_html_()
+    statuses = re.findall(r"<td[^>]*><span style='color:#[0-9a-f]{6}'>[^<]+</span> (\w+)</td>", page)
+    assert "mismatch" in statuses and "ok" in statuses, statuses
+    assert "<th style='text-align:left;padding:1px 8px'>status</th>" in page
+    assert not re.search(r"<(b|div) style='color:#", page)        # no text told by colour: words in theme colour

@@ -59,3 +59,18 @@ def test_registered_quizzes_are_well_formed():
 def test_unknown_quiz_lists_known_ones():
     with pytest.raises(KeyError, match="Known quizzes"):
         get_quiz("99.none")
+
+
+def test_results_and_quiz_outcomes_tell_their_verdict_in_words_in_the_themes_colour():
+    """The status colours pass 3:1 at best on a light card, under the 4.5:1 text needs: the verdict is words in
+    the theme's own text colour, and the colour stays on the icon and the card's edge."""
+    import re
+
+    import course_utils as cu
+    from course_utils.quizzes import get_quiz, grade_choice
+    failed = cu.check("01.nbytes", lambda t: t.numel())._repr_html_()
+    right = grade_choice(get_quiz("01.default_device"), "a")._repr_html_()
+    wrong = grade_choice(get_quiz("01.default_device"), "b")._repr_html_()
+    for page, says in ((failed, ": failed</b>"), (right, "Correct!"), (wrong, "Not quite")):
+        assert says in page
+        assert not re.search(r"<b style='color:", page), page[:200]
