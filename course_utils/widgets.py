@@ -54,11 +54,11 @@ def quiz(quiz_id: str) -> _Display:
 
     def on_commit(_: Any) -> None:
         if choices.index is None:
-            feedback.value = "<i>Pick an option first, then commit.</i>"
+            feedback.value = _announced("<i>Pick an option first, then commit.</i>")
             return
         outcome = learner.answer(quiz_id, choices.index)
         choices.disabled = commit.disabled = True
-        feedback.value = outcome._repr_html_()
+        feedback.value = _announced(outcome._repr_html_())
 
     commit.on_click(_guarded(on_commit, feedback))
     box = w.VBox([question, choices, commit, feedback])
@@ -98,19 +98,20 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
         new = learner.run_check(exercise_id, answer, namespace)
         shown["attempted"] = shown["attempted"] or new.attempted
         checks["count"] += 1
-        status.value = status_html(new)
+        status.value = _announced(status_html(new))
 
     def on_hint(_: Any) -> None:
         shown["hints"] = min(shown["hints"] + 1, len(ex.hints))
         items = "".join(f"<li>{code_html(h)}</li>" for h in ex.hints[: shown["hints"]])
-        extra.value = f"<ol class='course-hints'>{items}</ol>"
+        extra.value = _announced(f"<ol class='course-hints'>{items}</ol>")
 
     def on_solution(_: Any) -> None:
         if not shown["attempted"]:
-            extra.value = ("<i>Have a go first: write your answer, run its cell and press Check. "
-                           "The hints help too.</i>")
+            extra.value = _announced("<i>Have a go first: write your answer, run its cell and press Check. "
+                                    "The hints help too.</i>")
             return
-        extra.value = (f"<div class='course-solution'>Reference solution:"
+        # Only the heading is announced; the code is there to read at the learner's own pace.
+        extra.value = (f"<div class='course-solution'>{_announced('Reference solution:')}"
                        f"<pre>{html.escape(ex.solution_source)}</pre></div>")
 
     check_button.on_click(_guarded(on_check, status))
@@ -122,6 +123,17 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+def _announced(html_text: str) -> str:
+    """``html_text`` in an ARIA alert, so that a screen reader reads it out when a button puts it on the page.
+
+    ipywidgets' HTML view replaces its whole content on each change and takes no ARIA attributes
+    (jupyter-widgets/ipywidgets#2650), so a polite live region would be new each time, and a new polite
+    region is not announced; an element with the alert role is announced when it is inserted. Only what a
+    button press shows is wrapped: running a cell (or Run All) announces nothing.
+    """
+    return f"<div role='alert' class='course-announce'>{html_text}</div>"
+
 
 def _widgets() -> Any:
     """The ipywidgets module inside a Jupyter kernel; ``None`` in plain Python."""
@@ -145,6 +157,6 @@ def _guarded(callback: Any, out: Any) -> Any:
         try:
             callback(button)
         except Exception as e:  # pragma: no cover - a safety net for the learner's view
-            out.value = f"<b>Something went wrong:</b> {html.escape(f'{type(e).__name__}: {e}')}"
+            out.value = _announced(f"<b>Something went wrong:</b> {html.escape(f'{type(e).__name__}: {e}')}")
     return run
 

@@ -249,3 +249,26 @@ def test_svg_text_is_drawn_in_the_themes_text_colours():
     fills = set(re.findall(r'<text [^>]*style="fill: ([^"]+)"', after._repr_html_()))
     assert fills <= {"var(--jp-ui-font-color1, #1f1f1f)", "var(--jp-ui-font-color2, #555)"}, fills
     assert "moved" in after._repr_html_()
+
+
+def test_kinds_stay_apart_under_colour_vision_deficiencies_and_are_written_too():
+    """The bars' colours come from the plots' palette and stay apart with protanopia, deuteranopia and
+    tritanopia; colour is never the only carrier: each block writes its kind, and each bar has an edge in the
+    theme's text colour (a bar in a pale colour still shows on a light or dark page)."""
+    import itertools
+
+    from colour_vision import SIMULATIONS, distance
+    from course_utils.figures import COLOURS
+    kinds = render._KIND_COLOUR
+    assert set(kinds.values()) <= set(COLOURS)
+    for name, matrix in SIMULATIONS.items():
+        for (a, ca), (b, cb) in itertools.combinations(kinds.items(), 2):
+            assert distance(ca, cb, matrix) > 0.1, (name, a, b, round(distance(ca, cb, matrix), 3))
+    model = nn.Linear(2, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    html_text = cu.show_devices(model=model, opt=opt)._repr_html_()
+    for kind in ("parameter", "gradient", "optimizer state"):
+        assert kind in html_text
+    assert html_text.count("stroke-width: 0.75") == html_text.count("fill-opacity: 0.85") > 0

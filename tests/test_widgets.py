@@ -132,3 +132,32 @@ def test_each_radio_button_is_named_by_its_whole_option(with_widgets):
     assert list(radio.options) == [f"{letter}) {o.replace('`', '')}" for letter, o in zip("abcdefgh", options)]
     code = get_quiz(quiz_id).question.split("`")[1]
     assert f"<code>{html.escape(code)}</code>" in question.value and "`" not in question.value
+
+
+def test_what_a_button_shows_is_announced_and_what_a_run_shows_is_not(with_widgets, progress_file):
+    """Check, Commit, Hint and Show solution put their outcome in an ARIA alert (read out by a screen reader
+    when it appears); the result printed when the cell runs is not one, so Run All announces nothing."""
+    def nbytes(t):
+        raise NotImplementedError
+    with_widgets["nbytes"] = nbytes
+    shown = widgets.exercise("01.nbytes")
+    status, extra = children(shown.widget)[0], children(shown.widget)[-1]
+    assert "role='alert'" not in status.value
+    find(shown.widget, ipywidgets.Button, "Show solution").click()
+    assert "role='alert'" in extra.value and "Have a go first" in extra.value
+    with_widgets["nbytes"] = lambda t: t.numel() * t.element_size()
+    find(shown.widget, ipywidgets.Button, "Check").click()
+    assert status.value.startswith("<div role='alert'") and "passed" in status.value
+    find(shown.widget, ipywidgets.Button, "Hint").click()
+    assert extra.value.startswith("<div role='alert'") and "<li>" in extra.value
+    find(shown.widget, ipywidgets.Button, "Show solution").click()
+    announced = extra.value.split("<pre>")[0]
+    assert "role='alert'" in announced and "Reference solution" in announced   # the code itself is not read out
+
+    box = widgets.quiz("01.default_device").widget
+    feedback = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][-1]
+    find(box, ipywidgets.Button).click()
+    assert feedback.value.startswith("<div role='alert'") and "Pick an option first" in feedback.value
+    find(box, ipywidgets.RadioButtons).index = 0
+    find(box, ipywidgets.Button).click()
+    assert feedback.value.startswith("<div role='alert'") and "Correct!" in feedback.value

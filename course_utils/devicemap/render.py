@@ -9,6 +9,7 @@ import itertools
 import math
 from typing import Protocol
 
+from ..figures import COLOURS
 from .blocks import COPIED, MOVED, NEW, ODD, STAYED, Block, Lane
 
 
@@ -29,8 +30,10 @@ GAP = 8
 _LOG_MAX = math.log2(1 + 2**40)     # 1 TiB: the widest bar
 _NAME_CHARS, _CHARS = 26, 32         # characters that fit in LABEL_WIDTH: the bold name, the other lines
 
-_KIND_COLOUR = {"parameter": "#4c78a8", "buffer": "#72b7b2", "gradient": "#f58518",
-                "optimizer state": "#b279a2", "tensor": "#54a24b"}
+# Okabe and Ito's colours (the plots' palette): apart under protanopia, deuteranopia and tritanopia; the kind is
+# also written in each block, and each bar has an edge in the theme's text colour.
+_KIND_COLOUR = {"parameter": COLOURS[0], "gradient": COLOURS[1], "tensor": COLOURS[2],
+                "optimizer state": COLOURS[4], "buffer": COLOURS[5]}    # blue, orange, green, purple, sky blue
 _STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new",
                 ODD: "✘ odd one out"}
 _STATUS_COLOUR = {MOVED: "#2a7a2a", COPIED: "#8a6d00", STAYED: "#c0392b", NEW: "#2a6aa8", ODD: "#c0392b"}
@@ -190,11 +193,11 @@ def _svg_block(block: Block, x: float, y: float) -> str:
     status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {_FG}">' \
              f'{esc(fourth)}</text>' if fourth else ""
     return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
-            f'data-status="{esc(block.status)}"><title>{esc(title)}</title>'
+            f'data-status="{esc(block.status)}" data-kind="{esc(block.kind)}"><title>{esc(title)}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{BLOCK_HEIGHT}" rx="4" '
             f'style="fill: {_BG}; stroke: {edge}; stroke-width: {2.5 if block.status else 1.2}"{dash}/>'
             f'<rect x="{x + LABEL_WIDTH:.1f}" y="{y + 4:.1f}" width="{bar - 4:.1f}" height="{BLOCK_HEIGHT - 8}" '
-            f'rx="2" style="fill: {colour}; fill-opacity: 0.85"/>'
+            f'rx="2" style="fill: {colour}; fill-opacity: 0.85; stroke: {_FG}; stroke-width: 0.75"/>'
             f'<text x="{x + 6:.1f}" y="{y + 15:.1f}" font-size="11" font-weight="bold" '
             f'style="fill: {_FG}">{esc(first)}</text>'
             f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" font-size="9.5" style="fill: {_FG2}">{esc(second)}</text>'

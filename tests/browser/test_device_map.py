@@ -2,6 +2,7 @@
 inside its block, nothing overflows the output area, and text stands out from its block."""
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -72,5 +73,65 @@ def test_the_device_map_reads_well_in_light_and_dark_themes(page, server, notebo
             widths = {b["name"]: b["width"] for b in seen["blocks"]}
             assert widths["tiny"] < widths["batch"] < widths["huge"]
         set_theme(page, "JupyterLab Light")
+    finally:
+        shutdown_kernels(server)
+
+
+KINDS_CELL = ("import torch, course_utils as cu\n"
+              "model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))\n"
+              "opt = torch.optim.Adam(model.parameters())\n"
+              "model(torch.ones(2, 8)).sum().backward(); opt.step()\n"
+              "cu.show_devices(model, opt=opt, batch=torch.ones(64, 8))\n")
+PLOT_CELL = ("import matplotlib.pyplot as plt\nfrom course_utils import figures\n"
+             "fig, ax = plt.subplots(figsize=(5, 3))\n"
+             "for i, name in enumerate(['host to host', 'pageable to GPU', 'pinned to GPU', 'GPU to host']):\n"
+             "    ax.plot([1, 2, 3, 4], [i + 1, i + 2, i + 4, i + 8], label=name, **figures.style(i))\n"
+             "ax.legend()\ncu.show_figure(fig, 'Four rising lines, one per kind of copy')\n")
+#: Centre of each bar (the block's second rect), in the element's own pixels, with the block's kind.
+BARS = """(map) => { const box = map.getBoundingClientRect();
+  return [...map.querySelectorAll('g.course-block')].map(g => { const r = g.querySelectorAll('rect')[1]
+    .getBoundingClientRect(); return {kind: g.dataset.kind, x: r.left - box.left + r.width / 2,
+    y: r.top - box.top + r.height / 2, width: box.width}; }); }"""
+
+
+def test_colour_vision_simulations_of_the_map_and_a_plot(page, server, notebook_copy):
+    """The device map and a plot as learners with protanopia, deuteranopia or tritanopia see them (Machado et
+    al.'s matrices as an SVG filter over the rendered output; screenshots kept as artifacts): in each, every
+    kind of block still shows a bar of its own colour, and the kinds are written besides."""
+    import io
+
+    from colour_vision import SIMULATIONS, svg_filters
+    from PIL import Image
+
+    cells = [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": src} for i, src in enumerate((KINDS_CELL, PLOT_CELL))]
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                             "language": "python"}}, "cells": cells}
+    target = notebook_copy / "colour_vision_view.ipynb"
+    target.write_text(json.dumps(nb), encoding="utf-8")
+    open_notebook(page, server, target.name, ui="lab")
+    out = ARTIFACTS / "colour-vision"
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        run_all_and_save(page, server, target)
+        device_map = page.locator(".course-device-map").first
+        device_map.wait_for(timeout=30_000)
+        plot = page.locator(".jp-OutputArea-output img[alt^='Four rising lines']").first
+        page.evaluate("(svg) => document.body.insertAdjacentHTML('beforeend', svg)", svg_filters())
+        bars = device_map.evaluate(BARS)
+        assert {b["kind"] for b in bars} >= {"parameter", "buffer", "gradient", "optimizer state", "tensor"}
+        for name in ("normal", *SIMULATIONS):
+            css = "none" if name == "normal" else f"url(#sim-{name})"
+            for element in (device_map, plot):
+                element.evaluate("(el, f) => { el.style.filter = f; }", css)
+            plot.scroll_into_view_if_needed()
+            plot.screenshot(path=str(out / f"plot-{name}.png"))
+            device_map.scroll_into_view_if_needed()
+            shot = Image.open(io.BytesIO(device_map.screenshot(path=str(out / f"map-{name}.png")))).convert("RGB")
+            scale = shot.width / bars[0]["width"]
+            colour = {b["kind"]: shot.getpixel((int(b["x"] * scale), int(b["y"] * scale))) for b in bars}
+            for a, b in itertools.combinations(sorted(colour), 2):
+                apart = sum(abs(x - y) for x, y in zip(colour[a], colour[b]))
+                assert apart > 30, (name, a, colour[a], b, colour[b])
     finally:
         shutdown_kernels(server)

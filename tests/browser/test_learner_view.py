@@ -149,13 +149,14 @@ def answer_quiz(page, nth, quiz_id, right):
     tab_to(page, box, "Commit my prediction")
     page.keyboard.press("Enter")
     box.locator(".course-quiz-outcome").wait_for(timeout=10_000)
-    heard = box.aria_snapshot()
+    heard = box.get_by_role("alert").aria_snapshot()  # an alert: read out as it appears
     assert ("Correct!" in heard) if right else ("Not quite" in heard), heard
     assert box.locator(".course-explanation").inner_text().strip()
 
 
 def press_check(page, box):
-    """Check with the keyboard; the result as the accessibility tree gives it."""
+    """Check with the keyboard; the result as the accessibility tree gives it, from an alert (which a screen
+    reader reads out as it appears)."""
     count = box.locator(".course-check-count").inner_text()
     start_at(page, box)
     tab_to(page, box, "Check")
@@ -163,7 +164,7 @@ def press_check(page, box):
     box.page.wait_for_function(
         "([el, old]) => el.querySelector('.course-check-count').textContent !== old",
         arg=[box.element_handle(), count], timeout=30_000)
-    return box.locator(".course-result").aria_snapshot()
+    return box.get_by_role("alert").first.aria_snapshot()  # the status line is the box's first alert
 
 
 def hint_and_solution_by_keyboard(page, box, ex_id):
@@ -172,12 +173,12 @@ def hint_and_solution_by_keyboard(page, box, ex_id):
     tab_to(page, box, "Hint")
     page.keyboard.press("Enter")
     box.locator(".course-hints").wait_for(timeout=10_000)
-    assert get_exercise(ex_id).hints[0].split("`")[0].strip()[:20] in box.aria_snapshot()
+    assert get_exercise(ex_id).hints[0].split("`")[0].strip()[:20] in box.get_by_role("alert").last.aria_snapshot()
     start_at(page, box)
     tab_to(page, box, "Show solution")
     page.keyboard.press("Enter")
     box.locator(".course-solution").wait_for(timeout=10_000)
-    assert "Reference solution" in box.aria_snapshot()
+    assert "Reference solution" in box.get_by_role("alert").last.aria_snapshot()
 
 
 def solve_in_browser(page, ex_id):
@@ -223,6 +224,22 @@ def audit_both_themes(page, path, ui):
     return found
 
 
+def audit_static_both_themes(page, nb, path):
+    """axe-core on the lesson's static HTML as nbconvert writes it (the notebook just run and saved), light and dark;
+    the template's own findings (tests/browser/a11y.py's control) are recorded apart and not counted."""
+    found, other = [], page.context.new_page()
+    try:
+        for theme in ("light", "dark"):
+            control = a11y.audit_static(other, a11y.control(), theme)
+            ours, theirs = a11y.split_by_template(a11y.audit_static(other, nb, theme), control)
+            a11y.record(ARTIFACTS / "a11y-static.json", f"{theme}/{path.stem}", ours)
+            a11y.record(ARTIFACTS / "a11y-static-template.json", f"{theme}/{path.stem}", theirs)
+            found += [f"static HTML, {theme}: {v}" for v in a11y.blocking(ours)]
+    finally:
+        other.close()
+    return found
+
+
 def learner_session(page, server, notebook_copy, path, ui):
     target = notebook_copy / path.name
     shutil.copy(path, target)  # start from the committed notebook every time
@@ -234,7 +251,7 @@ def learner_session(page, server, notebook_copy, path, ui):
         if found:
             print(f"\nnotebook outputs kept at {keep_artifacts(path, nb)}")
         assert not found, "\n".join(found)
-        barriers = audit_both_themes(page, path, ui)
+        barriers = audit_both_themes(page, path, ui) + (audit_static_both_themes(page, nb, path) if ui == "lab" else [])
         assert not barriers, "accessibility barriers in the course's content:\n" + "\n".join(barriers)
 
         quizzes = [m for c in original["cells"] if c["cell_type"] == "code" for m in QUIZ_CALL.findall(source(c))]
