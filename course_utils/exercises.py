@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from . import standin
+from . import misconceptions, standin
+from .errors import explain_error
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
 from .text import shorten
@@ -131,7 +132,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     """
     ex = get_exercise(exercise_id)
     printed = io.StringIO()
-    status, feedback = FAILED, ""
+    status, feedback, code = FAILED, "", ""
     seconds = TIME_LIMIT if timeout is None else timeout
     try:
         with standin.paused(), time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
@@ -139,27 +140,28 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
             with ModesKept() as modes:  # what learner code ran outside grading.call may leave active
                 feedback = ex.grade(expect_callable(answer, ex.name, kind=ex.kind))
             if modes.changed:
-                raise Wrong(_MODE_LEFT)
+                raise Wrong(_MODE_LEFT, misconceptions.MODE_LEFT)
         status = PASSED
     except NotAttempted:
-        status, feedback = NOT_ATTEMPTED, (
+        status, code, feedback = NOT_ATTEMPTED, misconceptions.NOT_ATTEMPTED, (
             f"Not attempted yet: `{ex.name}` still raises NotImplementedError. "
             f"Replace `raise NotImplementedError` with your code, run that cell, then check again.")
     except Wrong as e:
-        feedback = str(e)
+        feedback, code = str(e), e.code
     except Crashed as e:
-        feedback = _crash_feedback(e)
+        feedback, code = _crash_feedback(e), _crash_code(e)
     except TimeLimit:
-        feedback = (f"Your code ran for more than {seconds:g} s and was stopped. "
-                    "Look for a loop that never ends.")
+        code, feedback = misconceptions.TIMEOUT, (f"Your code ran for more than {seconds:g} s and was stopped. "
+                                                  "Look for a loop that never ends.")
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # anything odd an answer object does while being inspected
-        feedback = (f"Checking stopped with {type(e).__name__}: {safe_repr(str(e), 200)}. "
-                    f"Make sure `{ex.name}` is the {ex.kind} the exercise asks for.")
+        code, feedback = misconceptions.ODD_ANSWER, (
+            f"Checking stopped with {type(e).__name__}: {safe_repr(str(e), 200)}. "
+            f"Make sure `{ex.name}` is the {ex.kind} the exercise asks for.")
     points = ex.points if status == PASSED else 0
     return Result(ex.id, ex.title, status, points, ex.points, feedback,
-                  printed=shorten(printed.getvalue().strip(), 300))
+                  printed=shorten(printed.getvalue().strip(), 300), code=code)
 
 
 _MODE_LEFT = ("Your code left a torch function mode or dispatch mode active while it was checked (one it entered "
@@ -179,6 +181,15 @@ def _crash_feedback(e: Crashed) -> str:
         return f"Your code called sys.exit(){where}. Return a value instead of exiting."
     return (f"Your code raised {type(e.error).__name__}{where}: {message}\n"
             "Read the message, fix the cell, run it, and check again.")
+
+
+def _crash_code(e: Crashed) -> str:
+    """``any.raised-device-error`` when the learner's code raised a device error the course explains."""
+    if isinstance(e.error, Exception):
+        explained = explain_error(e.error)
+        if explained.known and explained.device_problem:
+            return misconceptions.RAISED_DEVICE
+    return misconceptions.RAISED
 
 
 @contextlib.contextmanager

@@ -22,11 +22,17 @@ from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
 from torch.utils._python_dispatch import _push_mode as _push_dispatch_mode
 
 from . import device as _device
+from . import misconceptions
 from .text import shorten
 
 
 class Wrong(Exception):
-    """The answer ran but gave a wrong result; the message is the feedback."""
+    """The answer ran but gave a wrong result: ``message`` is the feedback, ``code`` the mistake it names (a code
+    from :mod:`course_utils.misconceptions`, defined beside the check that raises it)."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
 
 
 class NotAttempted(Exception):
@@ -133,7 +139,7 @@ def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
                 f"Your code tried to read the data of a `meta` tensor{where}: NotImplementedError: "
                 f"{safe_repr(message, 160)}. Meta tensors have no data (only shape, dtype and device), so "
                 "their values cannot be read or copied to the CPU. Look at `.device` only; don't read "
-                "values or move tensors to the CPU.") from None
+                "values or move tensors to the CPU.", misconceptions.READ_META) from None
         raise NotAttempted() from None
     except (KeyboardInterrupt, TimeLimit):
         raise
@@ -158,10 +164,10 @@ def expect_callable(answer: Any, name: str, *, kind: str = "function") -> Callab
     if kind == "class":
         if not inspect.isclass(answer):
             raise Wrong(f"Expected the class `{name}` itself, but got {safe_repr(answer)} "
-                        f"({type(answer).__name__}). Pass the class, not an instance.")
+                        f"({type(answer).__name__}). Pass the class, not an instance.", misconceptions.NOT_CALLABLE)
     elif not callable(answer):
         raise Wrong(f"Expected the function `{name}`, but got {safe_repr(answer)} "
-                    f"({type(answer).__name__}). Pass the function itself, without calling it.")
+                    f"({type(answer).__name__}). Pass the function itself, without calling it.", misconceptions.NOT_CALLABLE)
     return answer
 
 
@@ -179,15 +185,16 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
         return _as_subclass(value, torch.Tensor)
     if issubclass(kind, torch.Tensor):
         raise Wrong(f"{what} is a `{kind.__name__}`, a subclass of torch.Tensor of your own. Return an ordinary "
-                    "tensor, as PyTorch's operations make it: the check compares plain tensors.")
-    raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} ({kind.__name__}).")
+                    "tensor, as PyTorch's operations make it: the check compares plain tensors.", misconceptions.NOT_A_TENSOR)
+    raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} ({kind.__name__}).",
+                misconceptions.NOT_A_TENSOR)
 
 
 _as_subclass = torch._C.TensorBase.as_subclass  # reads nothing of the tensor's class (no __torch_function__)
 
 
 def expect_like(got: torch.Tensor, want: torch.Tensor, what: str, *, device: str | None = None, shape: str = "",
-                dtype: str = "") -> None:
+                dtype: str = "", device_code: str = misconceptions.WRONG_DEVICE) -> None:
     """Raise :class:`Wrong` unless ``got`` has the device, shape and dtype of ``want`` (compared in that order).
 
     Args:
@@ -196,13 +203,16 @@ def expect_like(got: torch.Tensor, want: torch.Tensor, what: str, *, device: str
         what: starts the shape and dtype messages: ``"For a float32 tensor of shape (3,) on cpu"``.
         device: the whole message for a result on another device; ``None``: the device is not compared.
         shape, dtype: a sentence of advice after the message for that mistake.
+        device_code: the misconception code of a result on another device (by default the generic one).
     """
     if device is not None and got.device != want.device:
-        raise Wrong(device)
+        raise Wrong(device, device_code)
     if got.shape != want.shape:
-        raise Wrong(f"{what} your result has shape {tuple(got.shape)}." + (f" {shape}" if shape else ""))
+        raise Wrong(f"{what} your result has shape {tuple(got.shape)}." + (f" {shape}" if shape else ""),
+                    misconceptions.WRONG_SHAPE)
     if got.dtype != want.dtype:
-        raise Wrong(f"{what} your result has dtype {got.dtype}." + (f" {dtype}" if dtype else ""))
+        raise Wrong(f"{what} your result has dtype {got.dtype}." + (f" {dtype}" if dtype else ""),
+                    misconceptions.WRONG_DTYPE)
 
 
 def is_tensor(value: Any) -> bool:
@@ -234,17 +244,19 @@ def expect_int(value: Any, what: str, *, want: int | None = None, advice: Mappin
     if kind is int:
         return value
     if issubclass(kind, torch.Tensor):
-        raise Wrong(f"{what} you returned a tensor ({safe_repr(value)}). {advice['tensor']}")
+        raise Wrong(f"{what} you returned a tensor ({safe_repr(value)}). {advice['tensor']}",
+                    misconceptions.RETURNED_TENSOR)
     if kind is bool:
-        raise Wrong(f"{what} you returned {value}, a bool. Return the number itself, as an int.")
+        raise Wrong(f"{what} you returned {value}, a bool. Return the number itself, as an int.",
+                    misconceptions.WRONG_TYPE)
     if kind is float:
         right = "the right number, but as " if want is not None and value == want else ""
-        raise Wrong(f"{what} you returned {right}the float {value!r}. {advice['float']}")
+        raise Wrong(f"{what} you returned {right}the float {value!r}. {advice['float']}", misconceptions.WRONG_TYPE)
     if issubclass(kind, numbers.Integral):
         raise Wrong(f"{what} you returned {safe_repr(value)} of type `{kind.__name__}`, not a plain Python int. "
-                    f"{advice['integral']}")
+                    f"{advice['integral']}", misconceptions.WRONG_TYPE)
     raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return the number as an int, a plain "
-                "Python int.")
+                "Python int.", misconceptions.WRONG_TYPE)
 
 
 def expect_float(value: Any, what: str) -> float:
@@ -255,11 +267,12 @@ def expect_float(value: Any, what: str) -> float:
         return float(value)
     if issubclass(kind, torch.Tensor):
         raise Wrong(f"{what} you returned a tensor. Return a plain Python float (`float(...)` or `.item()` "
-                    "converts a one-element tensor).")
+                    "converts a one-element tensor).", misconceptions.RETURNED_TENSOR)
     if kind is not bool and issubclass(kind, numbers.Real):
         raise Wrong(f"{what} you returned {safe_repr(value)} of type `{kind.__name__}`, not a plain Python "
-                    "number. Return a plain float: `float(...)` converts it.")
-    raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return a Python float.")
+                    "number. Return a plain float: `float(...)` converts it.", misconceptions.WRONG_TYPE)
+    raise Wrong(f"{what} you returned {safe_repr(value)} ({kind.__name__}); return a Python float.",
+                misconceptions.WRONG_TYPE)
 
 
 def _numpy_reals() -> frozenset:

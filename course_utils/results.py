@@ -27,6 +27,7 @@ class Result:
         max_points: points available.
         feedback: what went right or wrong, in plain words.
         printed: anything the learner's code printed while being checked (shortened).
+        code: the misconception the feedback names (:mod:`course_utils.misconceptions`); ``""`` when passed.
     """
 
     exercise_id: str
@@ -36,6 +37,7 @@ class Result:
     max_points: int
     feedback: str
     printed: str = field(default="", repr=False)
+    code: str = ""
 
     @property
     def passed(self) -> bool:
