@@ -1,6 +1,7 @@
 """Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
 | ``list`` | ``explain "MESSAGE"`` (or the message on standard input)
 | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`)
+| ``report GRADES.csv... --out report.html`` (what a class got wrong: misconceptions, scores, follow-ups)
 | ``autograder --lesson NN`` (a Gradescope bundle) | ``links --hub URL`` (nbgitpuller links, one per lesson).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import runpy
 import sys
 
 from . import classroom
-from .classroom import autograder, links
+from .classroom import autograder, class_report, links
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
                              description="Grade each notebook's answer cells in a fresh, time- and "
                                          "memory-limited process with the course's own checks.")
     classroom.add_arguments(p_grade)
+    p_report = sub.add_parser("report", help="what a class got wrong: misconceptions, scores and follow-ups, "
+                                             "from grades CSVs or Gradescope results (HTML, CSV or JSON)")
+    class_report.add_arguments(p_report)
     p_bundle = sub.add_parser("autograder", help="write a Gradescope autograder zip for a lesson")
     autograder.add_arguments(p_bundle)
     p_links = sub.add_parser("links", help="print nbgitpuller links that put each lesson in a JupyterHub home")
@@ -67,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             print(learner.solution(args.exercise_id))
         elif args.command == "grade":
             return classroom.run(args)
+        elif args.command == "report":
+            return class_report.run(args)
         elif args.command == "links":
             return links.run(args)
         elif args.command == "autograder":

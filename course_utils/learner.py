@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from . import store
+from . import misconceptions, store
 from .exercises import check, get_exercise
 from .quizzes import Outcome, get_quiz, grade_choice
 from .results import NOT_ATTEMPTED, Result
@@ -67,10 +67,10 @@ def run_check(exercise_id: str, answer: Any = MISSING, namespace: dict | None = 
         answer = (namespace or user_namespace()).get(ex.name, MISSING)
     if answer is MISSING:
         result = Result(ex.id, ex.title, NOT_ATTEMPTED, 0, ex.points,
-                        f"`{ex.name}` is not defined yet: run the answer cell above first.")
+                        f"`{ex.name}` is not defined yet: run the answer cell above first.", code=misconceptions.MISSING)
     else:
         result = check(exercise_id, answer)
-    store.record_result(result.exercise_id, result.status, result.points, result.max_points)
+    store.record_result(result.exercise_id, result.status, result.points, result.max_points, result.code)
     return result
 
 

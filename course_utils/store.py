@@ -16,15 +16,17 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import misconceptions
 from .exercises import exercise_ids
 from .files import atomic_open
 from .lessons import LESSONS
 from .quizzes import quiz_ids
+from .text import code_html
 
 #: Environment variable naming the progress file (tests and shared machines set it).
 PROGRESS_ENV = "COURSE_PROGRESS_FILE"
 _VERSION = 1
-_SESSION: dict[str, str] = {}  # exercise id -> last status, for this Python process only
+_SESSION: dict[str, tuple[str, str]] = {}  # exercise id -> last (status, code), for this Python process only
 
 
 def progress_path() -> Path:
@@ -53,9 +55,11 @@ def record_quiz(quiz_id: str, correct: bool, chosen: int) -> None:
     _update(update)
 
 
-def record_result(exercise_id: str, status: str, points: int, max_points: int) -> None:
-    """Store an exercise check; the best status so far is kept in ``passed``."""
-    _SESSION[exercise_id] = status
+def record_result(exercise_id: str, status: str, points: int, max_points: int, code: str = "") -> None:
+    """Store an exercise check; the best status so far is kept in ``passed``. A lesson's misconception ``code``
+    (:mod:`course_utils.misconceptions`) is kept in ``misconceptions`` as hit, and as cleared once a later check
+    of the exercise passes (hit again, it is open again)."""
+    _SESSION[exercise_id] = (status, code)
 
     def update(data: dict[str, Any]) -> None:
         entry = data["exercises"].setdefault(exercise_id, {"passed": False, "attempts": 0})
@@ -63,19 +67,36 @@ def record_result(exercise_id: str, status: str, points: int, max_points: int) -
                      passed=bool(entry.get("passed")) or status == "passed")
         if status != "not attempted":
             entry["attempts"] = entry.get("attempts", 0) + 1
+        seen = entry.setdefault("misconceptions", {})
+        if status == "passed":
+            for hit in seen.values():
+                hit["cleared"] = True
+        elif code and not misconceptions.get(code).generic:
+            hit = seen.setdefault(code, {"times": 0})
+            hit.update(times=hit.get("times", 0) + 1, cleared=False)
     _update(update)
 
 
 def session_statuses() -> dict[str, str]:
     """Exercise id -> last status checked in this Python process (used by the notebook tests)."""
-    return dict(_SESSION)
+    return {ex_id: status for ex_id, (status, _) in _SESSION.items()}
+
+
+def session_codes() -> dict[str, str]:
+    """Exercise id -> the misconception code of its last check in this Python process (``""`` when passed)."""
+    return {ex_id: code for ex_id, (_, code) in _SESSION.items()}
+
+
+#: A mark per state, and its word (the picture's legend; a screen reader reads the word).
+MARKS = {"done": "✔", "tried": "◐", "not started": "○"}
 
 
 class Summary:
-    """Progress across the course, one row per lesson, as text and as an HTML table."""
+    """Progress across the course, one row per lesson, as text and as HTML: a picture of every quiz and exercise
+    (done, tried, not started), counts, and the misconceptions the learner's checks met, cleared or not."""
 
-    def __init__(self, rows: list[dict[str, Any]], path: Path):
-        self.rows, self.path = rows, path
+    def __init__(self, rows: list[dict[str, Any]], path: Path, hits: list[dict[str, Any]] | None = None):
+        self.rows, self.path, self.hits = rows, path, hits or []
 
     _HEAD = ("Lesson", "Quizzes answered", "Right first time", "Exercises passed")
 
@@ -84,26 +105,58 @@ class Summary:
                 f"{row['first_right']}/{row['answered']}" if row["answered"] else "-",
                 f"{row['passed']}/{row['exercises']}")
 
+    @staticmethod
+    def _marks(items: list[tuple[str, str]]) -> str:
+        return "".join(MARKS[state] for _, state in items) or "-"
+
     def text(self) -> str:
-        table = [self._HEAD] + [self._cells(r) for r in self.rows]
-        widths = [max(len(r[i]) for r in table) for i in range(len(self._HEAD))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
+        table = [self._HEAD + ("Quizzes", "Exercises")]
+        table += [self._cells(r) + (self._marks(r["quiz_items"]), self._marks(r["exercise_items"]))
+                  for r in self.rows]
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
         lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.append("  ".join(f"{m} {word}" for word, m in MARKS.items()))
+        if self.hits:
+            lines.append("Misconceptions your checks met:")
+            lines += [f"  {'cleared' if h['cleared'] else 'open   '}  {h['code']}  {h['name']} (lesson {h['lesson']}, "
+                      f"{h['section']})" for h in self.hits]
         return "\n".join(lines + [f"(stored in {self.path})"])
 
     __str__ = text
     __repr__ = text
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(r)) + "</tr>"
+        esc = html.escape
+        head = "".join(f"<th scope='col'>{h}</th>" for h in self._HEAD + ("Quizzes and exercises",))
+
+        def picture(row: dict[str, Any]) -> str:
+            def mark(item_id: str, state: str, kind: str) -> str:
+                return (f"<span role='img' aria-label='{esc(kind)} {esc(item_id)}: {state}' title='{esc(item_id)}: "
+                        f"{state}' style='font-size:1.2em'>{MARKS[state]}</span>")
+            quizzes = "".join(mark(i, s, "quiz") for i, s in row["quiz_items"])
+            exercises = "".join(mark(i, s, "exercise") for i, s in row["exercise_items"])
+            return f"<td>{quizzes}<span style='padding:0 .6em'>│</span>{exercises}</td>"
+
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in self._cells(r)) + picture(r) + "</tr>"
                        for r in self.rows)
-        return (f"<table class='course-progress'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-                f"</table><small>Stored in <code>{html.escape(str(self.path))}</code></small>")
+        legend = " · ".join(f"{m} {word}" for word, m in MARKS.items())
+        hits = ""
+        if self.hits:
+            items = "".join(
+                f"<li><b>{'cleared' if h['cleared'] else 'still open'}</b>: {code_html(h['name'])} "
+                f"(<code>{esc(h['code'])}</code>, in {esc(h['exercise'])}); taught in "
+                f"<a href='{esc(h['link'])}'>lesson {esc(h['lesson'])}, {code_html(h['section'])}</a></li>"
+                for h in self.hits)
+            hits = f"<p>Misconceptions your checks met:</p><ul class='course-misconceptions'>{items}</ul>"
+        return (f"<table class='course-progress'><caption>Your progress (quizzes │ exercises: {legend})</caption>"
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{hits}"
+                f"<small>Stored in <code>{esc(str(self.path))}</code></small>")
 
 
 def summary(path: Path | None = None) -> Summary:
-    """Progress across all lessons: quizzes answered, right first time, exercises passed."""
+    """Progress across all lessons: quizzes answered, right first time, exercises passed, each quiz and exercise
+    as done, tried or not started, and the misconceptions the checks met."""
     path = Path(path) if path else progress_path()
     data = load(path)
     rows = []
@@ -111,12 +164,30 @@ def summary(path: Path | None = None) -> Summary:
         quizzes = [q for q in quiz_ids() if q.startswith(number + ".")]
         exercises = [e for e in exercise_ids() if e.startswith(number + ".")]
         answered = [data["quizzes"][q] for q in quizzes if q in data["quizzes"]]
+        done = {e: data["exercises"].get(e, {}) for e in exercises}
         rows.append(dict(
             lesson=number, title=title, quizzes=len(quizzes), answered=len(answered),
             first_right=sum(bool(a.get("first_correct")) for a in answered),
             exercises=len(exercises),
-            passed=sum(bool(data["exercises"].get(e, {}).get("passed")) for e in exercises)))
-    return Summary(rows, path)
+            passed=sum(bool(d.get("passed")) for d in done.values()),
+            quiz_items=[(q, "done" if q in data["quizzes"] else "not started") for q in quizzes],
+            exercise_items=[(e, "done" if d.get("passed") else "tried" if d.get("attempts") else "not started")
+                            for e, d in done.items()]))
+    return Summary(rows, path, _hits(data))
+
+
+def _hits(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The misconceptions recorded in ``data``, open ones first."""
+    hits = []
+    for ex_id, entry in data["exercises"].items():
+        seen = entry.get("misconceptions") if isinstance(entry, dict) else None
+        for code, hit in (seen.items() if isinstance(seen, dict) else ()):
+            m = misconceptions.get(str(code))
+            if m.section is None:
+                continue
+            hits.append(dict(code=m.code, name=m.name, exercise=ex_id, lesson=m.lesson, section=m.section[1],
+                             link=m.link(), cleared=bool(isinstance(hit, dict) and hit.get("cleared"))))
+    return sorted(hits, key=lambda h: (h["cleared"], h["code"]))
 
 
 # --- storage -------------------------------------------------------------------------------

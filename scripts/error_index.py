@@ -10,12 +10,14 @@ message was checked. Edit ``course_utils/errors.py``, never the Markdown.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import generated_page  # noqa: E402
 
 from course_utils.errors import FAMILIES, FIELD_GUIDE, LESSONS  # noqa: E402
 
@@ -69,20 +71,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/errors.md is out of date")
-    args = parser.parse_args(argv)
-    text = render()
-    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-    if args.check:
-        if current != text:
-            print(f"{TARGET.relative_to(ROOT)} is out of date: run python scripts/error_index.py")
-            return 1
-        return 0
-    if current != text:
-        TARGET.write_text(text, encoding="utf-8")
-        print(f"wrote {TARGET.relative_to(ROOT)}")
-    return 0
+    return generated_page.main(TARGET, render, "scripts/error_index.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -10,44 +10,50 @@ import course_utils as cu
 from course_utils import standin
 
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda t: t.numel(), "number of elements"),
-    (lambda t: t.element_size(), "size of one element"),
-    (lambda t: t.numel() * 4, "4 bytes per element"),
-    (lambda t: t.untyped_storage().nbytes(), "view"),
-    (lambda t: len(t) * t.element_size(), "TypeError"),            # 0-d tensors have no len()
-    (lambda t: torch.tensor(t.numel() * t.element_size()), "Python int"),
-    (lambda t: float(t.numel() * t.element_size()), "Python int"),
-    (lambda t: sys.getsizeof(t), "Bytes = number of elements"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda t: t.numel(), "number of elements", "01.counted-elements"),
+    (lambda t: t.element_size(), "size of one element", "01.bytes-of-one-element"),
+    (lambda t: t.numel() * 4, "4 bytes per element", "01.assumed-4-bytes"),
+    (lambda t: t.untyped_storage().nbytes(), "view", "01.counted-storage"),
+    (lambda t: len(t) * t.element_size(), "TypeError", "any.raised"),            # 0-d tensors have no len()
+    (lambda t: torch.tensor(t.numel() * t.element_size()), "Python int", "any.returned-tensor"),
+    (lambda t: float(t.numel() * t.element_size()), "Python int", "any.wrong-type"),
+    (lambda t: sys.getsizeof(t), "Bytes = number of elements", "any.wrong-value"),
 ])
-def test_nbytes_mistakes(answer, says):
+def test_nbytes_mistakes(answer, says, code):
     result = cu.check("01.nbytes", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_nbytes_accepts_the_builtin_attribute():
-    assert cu.check("01.nbytes", lambda t: t.nbytes).passed
+    result = cu.check("01.nbytes", lambda t: t.nbytes)
+    assert result.passed and result.code == "", result.feedback
 
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda t: torch.zeros(t.shape, dtype=t.dtype), "on `meta` but your zeros are on `cpu`"),
-    (lambda t: torch.zeros(t.shape, device=t.device), "dtype"),
-    (lambda t: t * 0, "dtype"),                                     # bool * 0 is int64 ...
-    (lambda t: (t * 0).to(t.dtype), "not all zeros"),               # ... and inf * 0 is nan
-    (lambda t: t.zero_(), "input tensor itself"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda t: torch.zeros(t.shape, dtype=t.dtype), "on `meta` but your zeros are on `cpu`",
+     "01.ignored-input-device"),
+    (lambda t: torch.zeros(t.shape, device=t.device), "dtype", "any.wrong-dtype"),
+    (lambda t: t * 0, "dtype", "any.wrong-dtype"),                                     # bool * 0 is int64 ...
+    (lambda t: (t * 0).to(t.dtype), "not all zeros", "01.multiplied-by-zero"),         # ... and inf * 0 is nan
+    (lambda t: torch.ones_like(t), "not all zeros", "any.wrong-value"),
+    (lambda t: t.zero_(), "input tensor itself", "01.changed-input-in-place"),
     (lambda t: torch.zeros_like(t).add_(t.zero_()) if t.dtype.is_floating_point else torch.zeros_like(t),
-     "changed its input"),
-    (lambda t: torch.zeros_like(t, device="cpu"), "your zeros are on `cpu`"),
-    (lambda t: torch.zeros_like(t).flatten(), "shape"),
-    (lambda t: [0] * t.numel(), "should be a torch.Tensor"),
+     "changed its input", "01.changed-input-in-place"),
+    (lambda t: torch.zeros_like(t, device="cpu"), "your zeros are on `cpu`", "01.ignored-input-device"),
+    (lambda t: torch.zeros_like(t).flatten(), "shape", "any.wrong-shape"),
+    (lambda t: [0] * t.numel(), "should be a torch.Tensor", "any.not-a-tensor"),
 ])
-def test_blank_like_mistakes(answer, says):
+def test_blank_like_mistakes(answer, says, code):
     result = cu.check("01.blank_like", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_blank_like_accepts_new_zeros():
-    assert cu.check("01.blank_like", lambda t: t.new_zeros(t.shape)).passed
+    result = cu.check("01.blank_like", lambda t: t.new_zeros(t.shape))
+    assert result.passed and result.code == "", result.feedback
 
 
 @pytest.mark.gpu
@@ -57,7 +63,8 @@ def test_blank_like_is_checked_on_the_accelerator():
     def spy(t):
         seen.append(t.device.type)
         return torch.zeros_like(t)
-    assert cu.check("01.blank_like", spy).passed
+    result = cu.check("01.blank_like", spy)
+    assert result.passed and result.code == "", result.feedback
     assert cu.accelerator().type in seen
 
 
@@ -70,24 +77,29 @@ def test_nbytes_refuses_an_int_subclass_whose_comparisons_lie():
     result = cu.check("01.nbytes", lambda t: AlwaysEqualInt(0))
     assert not result.passed and "not a plain Python int" in result.feedback and "`int(...)`" in result.feedback, \
         result.feedback
+    assert result.code == "any.wrong-type"
 
 
 def test_nbytes_tells_a_numpy_integer_to_convert():
     np = pytest.importorskip("numpy")
     result = cu.check("01.nbytes", lambda t: np.int64(t.numel() * t.element_size()))
     assert not result.passed and "`int64`" in result.feedback and "`int(...)`" in result.feedback, result.feedback
+    assert result.code == "any.wrong-type"
 
 
-@pytest.mark.parametrize("exercise_id, answer, says", [
-    ("01.nbytes", lambda t: float(t.numel() * t.element_size()), "the right number, but as the float"),
-    ("02.matmul_flops", lambda n: 2 * n ** 3.0, "a float holds whole numbers exactly only up to 2**53"),
+@pytest.mark.parametrize("exercise_id, answer, says, code", [
+    ("01.nbytes", lambda t: float(t.numel() * t.element_size()), "the right number, but as the float",
+     "any.wrong-type"),
+    ("02.matmul_flops", lambda n: 2 * n ** 3.0, "a float holds whole numbers exactly only up to 2**53",
+     "any.wrong-type"),
     ("05.training_bytes", lambda m, o: float(sum(p.numel() * p.element_size() for p in m.parameters()) * 2),
-     "the right number, but as the float"),
+     "the right number, but as the float", "any.wrong-type"),
 ])
-def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer, says):
+def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer, says, code):
     """Lessons 01, 02 and 05 ask for a whole number: one check (`expect_int`), the exercise's own advice."""
     result = cu.check(exercise_id, answer)
     assert not result.passed and says in result.feedback and "you returned" in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_section_4_meta_alone_and_the_stand_in(monkeypatch):

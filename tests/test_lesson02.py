@@ -33,21 +33,30 @@ def unchecked_current():
     return torch.device(torch.accelerator.current_accelerator().type)
 
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda: torch.device("cuda"), "hard-cod"),
-    (lambda: torch.zeros(1).cuda().device, "hard-cod"),            # raises on CPU-only, wrong elsewhere
-    (cuda_only, "`torch.cuda.is_available()`"),
-    (backend_list, "fixed list of backends"),
-    (lambda: "cuda" if torch.cuda.is_available() else "cpu", "string"),
-    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator"),
-    (unchecked_current, "current_accelerator"),                      # None.type on CPU-only
-    (lambda: torch.accelerator.current_accelerator(check_available=True), "None"),
-    (lambda: torch.device("meta"), "hard-cod"),
-    (lambda: 0, "should return a `torch.device`"),
+def current_index():   # current_device_index() needs an accelerator: it raises "none is available" without one
+    index = torch.accelerator.current_device_index()
+    return torch.device(torch.accelerator.current_accelerator().type, index)
+
+
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda: torch.device("cuda"), "hard-cod", "02.hard-coded-device"),
+    (lambda: torch.zeros(1).cuda().device, "hard-cod", "02.hard-coded-device"),   # raises on CPU-only, wrong elsewhere
+    (cuda_only, "`torch.cuda.is_available()`", "02.cuda-only-check"),
+    (backend_list, "fixed list of backends", "02.backend-list"),
+    (lambda: "cuda" if torch.cuda.is_available() else "cpu", "string", "02.returned-device-string"),
+    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator",
+     "02.accelerator-not-checked"),
+    (unchecked_current, "current_accelerator", "02.accelerator-not-checked"),     # None.type on CPU-only
+    (current_index, "needs an accelerator", "02.accelerator-not-checked"),
+    (lambda: torch.accelerator.current_accelerator(check_available=True), "None", "02.no-cpu-fallback"),
+    (lambda: torch.device("meta"), "hard-cod", "02.hard-coded-device"),
+    (lambda: 0, "should return a `torch.device`", "any.wrong-type"),
+    (lambda: torch.device(), "takes no arguments", "any.raised"),                  # a TypeError of its own
 ])
-def test_pick_device_mistakes(answer, says):
+def test_pick_device_mistakes(answer, says, code):
     result = cu.check("02.pick_device", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 @pytest.mark.parametrize("answer", [
@@ -62,22 +71,24 @@ def test_pick_device_mistakes(answer, says):
 def test_pick_device_accepts_valid_alternatives(answer, monkeypatch):
     monkeypatch.delenv("COURSE_DEVICE", raising=False)
     result = cu.check("02.pick_device", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda: torch.device("cuda"), "hard-cod"),
-    (cuda_only, "`torch.cuda.is_available()`"),
-    (backend_list, "fixed list of backends"),
-    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda: torch.device("cuda"), "hard-cod", "02.hard-coded-device"),
+    (cuda_only, "`torch.cuda.is_available()`", "02.cuda-only-check"),
+    (backend_list, "fixed list of backends", "02.backend-list"),
+    (lambda: torch.accelerator.current_accelerator() or torch.device("cpu"), "current_accelerator",
+     "02.accelerator-not-checked"),
 ])
-def test_pick_device_mistakes_are_caught_on_a_cuda_machine_too(answer, says, monkeypatch):
+def test_pick_device_mistakes_are_caught_on_a_cuda_machine_too(answer, says, code, monkeypatch):
     """On a machine with CUDA these answers pass the first step; the simulations must still catch them."""
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("cuda"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     result = cu.check("02.pick_device", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
     assert "on this machine" not in result.feedback.lower()          # not caught by the first step
 
 
@@ -99,30 +110,33 @@ def test_pick_device_reference_on_this_machine():
 
 # --- 02.matmul_flops ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda n: n ** 3, "forgot the 2"),
-    (lambda n: n ** 2, "number of outputs"),
-    (lambda n: 2 * n ** 2, "one multiply-add per output"),
-    (lambda n: n ** 2 * (2 * n - 1), "exact count n²(2n−1)"),
-    (lambda n: 2 * n ** 3.0, "float"),
-    (lambda n: 2 * math.pow(n, 3), "float"),
-    (lambda n: int(2 * n ** 3.0), "went through a float"),
-    (lambda n: round(2 * math.pow(n, 3)), "went through a float"),
-    (lambda n: 2 * n ** 3 if n > 1 else 1, "Empty matrices"),           # wrong for n = 0
-    (lambda n: max(2 * n ** 3, 8), "Empty matrices"),
-    (lambda n: 2 * n ** 3 if n != 1 else 1, "1×1 product"),             # wrong for n = 1
-    (lambda n: torch.tensor(2 * n ** 3), "tensor"),
-    (lambda n: 3 * n ** 3, "not 3"),
-    (lambda n: str(2 * n ** 3), "Python int"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda n: n ** 3, "forgot the 2", "02.flops-forgot-the-2"),
+    (lambda n: n ** 2, "number of outputs", "02.flops-counted-outputs"),
+    (lambda n: 2 * n ** 2, "one multiply-add per output", "02.flops-one-multiply-add-per-output"),
+    (lambda n: n ** 2 * (2 * n - 1), "exact count n²(2n−1)", "02.flops-exact-count"),
+    (lambda n: 2 * n ** 3.0, "float", "any.wrong-type"),
+    (lambda n: 2 * math.pow(n, 3), "float", "any.wrong-type"),
+    (lambda n: int(2 * n ** 3.0), "went through a float", "02.flops-through-float"),
+    (lambda n: round(2 * math.pow(n, 3)), "went through a float", "02.flops-through-float"),
+    (lambda n: 2 * n ** 3 if n > 1 else 1, "Empty matrices", "02.flops-empty-product"),      # wrong for n = 0
+    (lambda n: max(2 * n ** 3, 8), "Empty matrices", "02.flops-empty-product"),
+    (lambda n: 2 * n ** 3 if n != 1 else 1, "1×1 product", "02.flops-one-by-one"),          # wrong for n = 1
+    (lambda n: torch.tensor(2 * n ** 3), "tensor", "any.returned-tensor"),
+    (lambda n: 3 * n ** 3, "not 3", "02.flops-three-per-term"),
+    (lambda n: str(2 * n ** 3), "Python int", "any.wrong-type"),
+    (lambda n: 2 * n ** 3 + 1, "Count it as 2·n³", "any.wrong-value"),
 ])
-def test_matmul_flops_mistakes(answer, says):
+def test_matmul_flops_mistakes(answer, says, code):
     result = cu.check("02.matmul_flops", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 @pytest.mark.parametrize("answer", [lambda n: n * n * n * 2, lambda n: 2 * pow(n, 3), lambda n: (n ** 3) << 1])
 def test_matmul_flops_accepts_valid_alternatives(answer):
-    assert cu.check("02.matmul_flops", answer).passed
+    result = cu.check("02.matmul_flops", answer)
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- facts the notebook states ------------------------------------------------------------------
@@ -214,7 +228,8 @@ def test_gpu_work_is_still_queued_when_python_moves_on():
 @pytest.mark.gpu
 def test_pick_device_reference_finds_the_accelerator():
     assert pick_device().type == cu.accelerator().type
-    assert cu.check("02.pick_device", pick_device).passed
+    result = cu.check("02.pick_device", pick_device)
+    assert result.passed and result.code == "", result.feedback
 
 
 @pytest.mark.gpu
@@ -246,12 +261,14 @@ def test_unchecked_current_accelerator_on_a_cuda_build_without_a_gpu(answer, mon
     _cuda_build_without_gpu(monkeypatch)
     result = cu.check("02.pick_device", answer)
     assert not result.passed and "check_available=True" in result.feedback and "hard-cod" not in result.feedback
+    assert result.code == "02.accelerator-not-checked", result.code
 
 
 def test_hard_coded_cuda_on_a_cuda_build_without_a_gpu_is_called_hard_coded(monkeypatch):
     _cuda_build_without_gpu(monkeypatch)
     result = cu.check("02.pick_device", lambda: torch.device("cuda"))
     assert not result.passed and "hard-cod" in result.feedback, result.feedback
+    assert result.code == "02.hard-coded-device", result.code
 
 
 def test_names_imported_from_torch_accelerator_are_simulated_too(monkeypatch):
@@ -262,7 +279,7 @@ def test_names_imported_from_torch_accelerator_are_simulated_too(monkeypatch):
          "def pick_device():\n"
          "    return current_accelerator() if is_available() else torch.device('cpu')\n", namespace)
     result = cu.check("02.pick_device", namespace["pick_device"])
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
     assert namespace["is_available"] is torch.accelerator.is_available   # put back afterwards
 
 
@@ -275,6 +292,7 @@ def test_matmul_flops_refuses_an_int_subclass_whose_comparisons_lie():
     result = cu.check("02.matmul_flops", lambda n: AlwaysEqualInt(0))
     assert not result.passed and "not a plain Python int" in result.feedback and "`int(...)`" in result.feedback, \
         result.feedback
+    assert result.code == "any.wrong-type", result.code
 
 
 def three_backends():
@@ -289,7 +307,7 @@ def three_backends():
 
 def test_pick_device_with_cuda_mps_and_xpu_is_not_told_it_misses_mps_and_xpu():
     result = cu.check("02.pick_device", three_backends)
-    assert not result.passed, result.feedback
+    assert not result.passed and result.code == "02.backend-list", result.feedback
     assert "misses Apple's MPS" not in result.feedback and "Intel's XPU" not in result.feedback
     for said in ("`torch.cuda`, `torch.backends.mps`, `torch.xpu`", "none of CUDA, MPS or XPU",
                  "fixed list of backends", "torch.accelerator.is_available()",
@@ -303,6 +321,7 @@ def test_pick_device_backend_list_feedback_on_a_cuda_machine_too(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     result = cu.check("02.pick_device", three_backends)
     assert not result.passed and "none of CUDA, MPS or XPU" in result.feedback, result.feedback
+    assert result.code == "02.backend-list", result.code
 
 
 def test_pick_device_notices_backend_checks_imported_by_name(monkeypatch):
@@ -316,6 +335,7 @@ def test_pick_device_notices_backend_checks_imported_by_name(monkeypatch):
          "    return torch.device('mps') if mps_available() else torch.device('cpu')\n", namespace)
     result = cu.check("02.pick_device", namespace["pick_device"])
     assert not result.passed and "none of CUDA or MPS" in result.feedback, result.feedback
+    assert result.code == "02.backend-list", result.code
     assert namespace["mps_available"] is torch.backends.mps.is_available      # put back afterwards
 
 

@@ -16,9 +16,10 @@ from simulated_devices import per_argument_message
 from test_standin import stand_in  # noqa: F401  (fixture: the stand-in on, without its one-time note)
 
 
-def _fails_with(exercise_id, answer, says):
+def _fails_with(exercise_id, answer, says, code):
     result = cu.check(exercise_id, answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
     return result
 
 
@@ -181,24 +182,37 @@ def tuple_to_generator(obj, device):
     return obj
 
 
-@pytest.mark.parametrize("answer, says", [
-    (forgot_to_reassign, "throws the result away"),
-    (lambda obj, device: obj, "no tensor was moved"),
-    (top_level_only, "moved only the top level"),
-    (tuple_becomes_list, "was a tuple and came back as a list"),
-    (dict_becomes_list, "was a dict and came back as a list"),
-    (ignores_tuples, "look inside tuples"),
-    (numbers_to_tensors, "turned it into a tensor"),
-    (forgets_the_else, "returned None for it"),
-    (copies_non_tensors, "different Tag object"),
-    (mutates_input, "changed the structure it was given"),
-    (drops_non_tensors, "lost the key(s) 'id'"),
-    (casts_to_float, "without changing their dtype"),
-    (new_zeros_instead, "different values"),
-    (tuple_to_generator, "came back as a generator"),
+def adds_a_device_key(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {**{k: adds_a_device_key(v, device) for k, v in obj.items()}, "device": str(device)}
+    if isinstance(obj, list):
+        return [adds_a_device_key(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(adds_a_device_key(v, device) for v in obj)
+    return obj
+
+
+@pytest.mark.parametrize("answer, says, code", [
+    (forgot_to_reassign, "throws the result away", "03.to-not-assigned"),
+    (lambda obj, device: obj, "no tensor was moved", "03.tensors-not-moved"),
+    (top_level_only, "moved only the top level", "03.top-level-only"),
+    (tuple_becomes_list, "was a tuple and came back as a list", "03.tuple-became-list"),
+    (dict_becomes_list, "was a dict and came back as a list", "03.container-type-changed"),
+    (ignores_tuples, "look inside tuples", "03.skipped-a-container-type"),
+    (numbers_to_tensors, "turned it into a tensor", "03.non-tensor-made-tensor"),
+    (forgets_the_else, "returned None for it", "03.no-fallback-return"),
+    (copies_non_tensors, "different Tag object", "03.changed-non-tensor"),
+    (mutates_input, "changed the structure it was given", "03.moved-input-in-place"),
+    (drops_non_tensors, "lost the key(s) 'id'", "03.dropped-non-tensors"),
+    (adds_a_device_key, "has new key(s) 'device'", "03.changed-keys"),
+    (casts_to_float, "without changing their dtype", "03.changed-dtype"),
+    (new_zeros_instead, "different values", "03.created-instead-of-moved"),
+    (tuple_to_generator, "came back as a generator", "03.container-type-changed"),
 ])
-def test_to_device_mistakes(answer, says):
-    _fails_with("03.to_device", answer, says)
+def test_to_device_mistakes(answer, says, code):
+    _fails_with("03.to_device", answer, says, code)
 
 
 def test_to_device_names_the_path_of_the_tensor_left_behind():
@@ -224,7 +238,7 @@ def _with_type(obj, device):
 ], ids=["reference", "type(obj)(...)", "pytree.tree_map_only", "pytree.tree_map"])
 def test_to_device_accepts_valid_alternatives(answer):
     result = cu.check("03.to_device", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- 03.prepare: wrong answers ---------------------------------------------------------------
@@ -284,21 +298,21 @@ def assigns_param_data(model, batch, device):
     return model, batch.to(device)
 
 
-@pytest.mark.parametrize("answer, says", [
-    (forgot_batch_reassign, "threw the result away"),
-    (moved_model_not_batch, "moved the model but not the batch"),
-    (moved_batch_not_model, "moved the batch but not the model"),
-    (returns_only_model, "returned only the model"),
-    (returns_only_batch, "returned only the batch"),
-    (returns_nothing, "returned None"),
-    (swapped, "the order is `(model, batch)`"),
-    (copies_the_model, "different model object"),
-    (casts_batch_to_float, "without changing its dtype"),
-    (parameters_one_by_one, "buffer `1.running_mean`"),
-    (assigns_param_data, "Use `model.to(device)`"),
+@pytest.mark.parametrize("answer, says, code", [
+    (forgot_batch_reassign, "threw the result away", "03.to-not-assigned"),
+    (moved_model_not_batch, "moved the model but not the batch", "03.batch-not-moved"),
+    (moved_batch_not_model, "moved the batch but not the model", "03.model-not-moved"),
+    (returns_only_model, "returned only the model", "03.not-both-returned"),
+    (returns_only_batch, "returned only the batch", "03.not-both-returned"),
+    (returns_nothing, "returned None", "03.not-both-returned"),
+    (swapped, "the order is `(model, batch)`", "03.pair-swapped"),
+    (copies_the_model, "different model object", "03.copied-model"),
+    (casts_batch_to_float, "without changing its dtype", "03.changed-dtype"),
+    (parameters_one_by_one, "buffer `1.running_mean`", "03.params-one-by-one"),
+    (assigns_param_data, "Use `model.to(device)`", "03.params-one-by-one"),
 ])
-def test_prepare_mistakes(answer, says):
-    _fails_with("03.prepare", answer, says)
+def test_prepare_mistakes(answer, says, code):
+    _fails_with("03.prepare", answer, says, code)
 
 
 @pytest.mark.parametrize("answer", [
@@ -309,7 +323,7 @@ def test_prepare_mistakes(answer, says):
 ], ids=["reference", "one line", "a list", "keyword device"])
 def test_prepare_accepts_valid_alternatives(answer):
     result = cu.check("03.prepare", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- properties of the checks themselves ------------------------------------------------------
@@ -317,7 +331,8 @@ def test_prepare_accepts_valid_alternatives(answer):
 @pytest.mark.parametrize("ex_id", ["03.to_device", "03.prepare"])
 def test_checks_leave_the_global_rng_alone(ex_id):
     state = torch.get_rng_state()
-    assert cu.check(ex_id, cu.exercises.get_exercise(ex_id).reference).passed
+    result = cu.check(ex_id, cu.exercises.get_exercise(ex_id).reference)
+    assert result.passed and result.code == "", result.feedback
     assert torch.equal(torch.get_rng_state(), state)
 
 
@@ -327,7 +342,8 @@ def test_checks_use_meta_as_the_target_device():
     def spy(obj, device):
         seen.append(torch.device(device).type)
         return to_device(obj, device)
-    assert cu.check("03.to_device", spy).passed
+    result = cu.check("03.to_device", spy)
+    assert result.passed and result.code == "", result.feedback
     assert "meta" in seen
 
 
@@ -340,7 +356,8 @@ def test_checks_use_the_accelerator(ex_id):
     def spy(*args):
         seen.append(torch.device(args[-1]).type)
         return reference(*args)
-    assert cu.check(ex_id, spy).passed
+    result = cu.check(ex_id, spy)
+    assert result.passed and result.code == "", result.feedback
     assert cu.accelerator().type in seen
 
 

@@ -83,23 +83,25 @@ def returns_device(t):
     return torch.accelerator.current_accelerator() or torch.device("cpu")
 
 
-@pytest.mark.parametrize("answer, says", [
-    (always_cuda, "only works with CUDA"),
-    (cuda_if_any_accelerator, "only works with CUDA"),
-    (gpu_zero, "`cuda:0` is GPU 0, which is not always the current device"),
-    (cuda_check_only, "Testing `torch.cuda.is_available()`"),
-    (seed_style, "Testing `torch.cuda.is_available()`"),
-    (try_cuda, "meta"),                      # CPU: "trying `.cuda()`"; CUDA machine: moved to cuda, not meta
-    (clone_without, "returned a copy"),
-    (copy_to_cpu_without, "returned a copy"),
-    (always_copy, "returned a copy"),
-    (unguarded_type, "returns None when there is none"),
-    (changes_dtype, "must not change the dtype"),
-    (returns_device, "should be a torch.Tensor"),
+@pytest.mark.parametrize("answer, says, code", [
+    (always_cuda, "only works with CUDA", "04.hard-coded-cuda"),
+    (cuda_if_any_accelerator, "only works with CUDA", "04.hard-coded-cuda"),
+    (gpu_zero, "`cuda:0` is GPU 0, which is not always the current device", "04.hard-coded-cuda"),
+    (cuda_check_only, "Testing `torch.cuda.is_available()`", "04.only-cuda-counted"),
+    (seed_style, "Testing `torch.cuda.is_available()`", "04.only-cuda-counted"),
+    # CPU: "trying `.cuda()`" and falling back; CUDA machine: moved to cuda, not meta
+    (try_cuda, "meta", "04.hard-coded-cuda" if CUDA else "04.only-cuda-counted"),
+    (clone_without, "returned a copy", "04.copy-without-accelerator"),
+    (copy_to_cpu_without, "returned a copy", "04.copy-without-accelerator"),
+    (always_copy, "returned a copy", "04.copy-without-accelerator"),
+    (unguarded_type, "returns None when there is none", "02.accelerator-not-checked"),
+    (changes_dtype, "must not change the dtype", "any.wrong-dtype"),
+    (returns_device, "should be a torch.Tensor", "any.not-a-tensor"),
 ])
-def test_to_accelerator_mistakes(answer, says):
+def test_to_accelerator_mistakes(answer, says, code):
     result = cu.check("04.to_accelerator", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def cuda_with_a_comment(t):
@@ -109,8 +111,10 @@ def cuda_with_a_comment(t):
 
 @pytest.mark.parametrize("answer", [always_cuda, cuda_with_a_comment])
 def test_to_accelerator_index_note_only_when_index_zero_is_in_the_code(answer):
-    feedback = cu.check("04.to_accelerator", answer).feedback
+    result = cu.check("04.to_accelerator", answer)
+    feedback = result.feedback
     assert "only works with CUDA" in feedback and "`cuda:0` is GPU 0" not in feedback
+    assert result.code == "04.hard-coded-cuda"
 
 
 @pytest.mark.skipif(cu.accelerator() is not None, reason="on a machine with an accelerator the global is one")
@@ -121,6 +125,7 @@ def test_to_accelerator_device_chosen_outside_the_function():
         return t.to(chosen_once)
     result = cu.check("04.to_accelerator", outside)
     assert not result.passed and "outside the function" in result.feedback, result.feedback
+    assert result.code == "04.only-cuda-counted"
 
 
 def best_device_answer(t):
@@ -143,7 +148,7 @@ def documented_walrus(t):
 @pytest.mark.parametrize("answer", [best_device_answer, explicit_index, documented_walrus])
 def test_to_accelerator_accepts_valid_alternatives(answer):
     result = cu.check("04.to_accelerator", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- 04.mask_future -----------------------------------------------------------------------------
@@ -185,24 +190,26 @@ def _future(scores, diagonal=1, lower=False):
     return ones.tril(-1) if lower else ones.triu(diagonal)
 
 
-@pytest.mark.parametrize("answer, says", [
-    (mask_future_cuda, "should not move them" if CUDA else "still asks for CUDA"),
-    (mask_on_default_device, "ended up on different devices"),
-    (mask_on_accelerator, "ended up on different devices"),
-    (everything_to_accelerator, "should not move them"),
-    (via_cpu, "read the data of a `meta` tensor"),
-    (lambda s: s.masked_fill(_future(s, diagonal=0), INF), "also masked the diagonal"),
-    (lambda s: s.masked_fill(_future(s, lower=True), INF), "masked the past"),
-    (lambda s: s.masked_fill(_future(s), -1e9), "should be -inf"),
-    (lambda s: s.masked_fill(_future(s), 0.0), "should be -inf"),
-    (lambda s: s.masked_fill_(_future(s), INF), "masked_fill_"),
-    (lambda s: s.float().masked_fill(_future(s), INF), "dtype"),
-    (lambda s: s.masked_fill(_future(s), INF).tolist(), "should be a torch.Tensor"),
-    (lambda s: s.masked_fill(_future(s)[0], INF), "entries differ"),     # only the first row masked
+@pytest.mark.parametrize("answer, says, code", [
+    (mask_future_cuda, "should not move them" if CUDA else "still asks for CUDA",
+     "04.moved-input" if CUDA else "04.hard-coded-cuda"),
+    (mask_on_default_device, "ended up on different devices", "04.new-tensor-not-on-input-device"),
+    (mask_on_accelerator, "ended up on different devices", "04.new-tensor-not-on-input-device"),
+    (everything_to_accelerator, "should not move them", "04.moved-input"),
+    (via_cpu, "read the data of a `meta` tensor", "any.read-meta-data"),
+    (lambda s: s.masked_fill(_future(s, diagonal=0), INF), "also masked the diagonal", "04.masked-diagonal"),
+    (lambda s: s.masked_fill(_future(s, lower=True), INF), "masked the past", "04.masked-past"),
+    (lambda s: s.masked_fill(_future(s), -1e9), "should be -inf", "04.mask-not-inf"),
+    (lambda s: s.masked_fill(_future(s), 0.0), "should be -inf", "04.mask-not-inf"),
+    (lambda s: s.masked_fill_(_future(s), INF), "masked_fill_", "04.masked-in-place"),
+    (lambda s: s.float().masked_fill(_future(s), INF), "dtype", "any.wrong-dtype"),
+    (lambda s: s.masked_fill(_future(s), INF).tolist(), "should be a torch.Tensor", "any.not-a-tensor"),
+    (lambda s: s.masked_fill(_future(s)[0], INF), "entries differ", "any.wrong-value"),  # only the first row masked
 ])
-def test_mask_future_mistakes(answer, says):
+def test_mask_future_mistakes(answer, says, code):
     result = cu.check("04.mask_future", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 @pytest.mark.parametrize("answer", [
@@ -216,7 +223,7 @@ def test_mask_future_mistakes(answer, says):
 ])
 def test_mask_future_accepts_valid_alternatives(answer):
     result = cu.check("04.mask_future", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- facts the notebook states (CPU-provable) ----------------------------------------------------
@@ -362,7 +369,7 @@ def test_to_accelerator_is_checked_on_the_real_accelerator():
         seen.append(moved.device.type)
         return moved
     result = cu.check("04.to_accelerator", spy)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
     assert cu.accelerator().type in seen
 
 
@@ -374,7 +381,8 @@ def test_mask_future_is_checked_on_the_real_accelerator():
         seen.append(scores.device.type)
         n = scores.shape[-1]
         return scores.masked_fill(torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1), INF)
-    assert cu.check("04.mask_future", spy).passed
+    result = cu.check("04.mask_future", spy)
+    assert result.passed and result.code == "", result.feedback
     assert cu.accelerator().type in seen
 
 
@@ -412,6 +420,7 @@ def test_to_accelerator_check_catches_gpu_zero_when_current_is_another():
         return t.to(torch.device(torch.accelerator.current_accelerator().type, 0))
     result = cu.check("04.to_accelerator", index_zero)
     assert not result.passed and "The current device was" in result.feedback, result.feedback
+    assert result.code == "04.fixed-device-index"
 
 
 @pytest.mark.gpu
@@ -432,6 +441,7 @@ def test_to_accelerator_without_an_availability_check_fails(monkeypatch):
     """`t.to(current_accelerator())` crashes on a CUDA build without a GPU (pip's default on a laptop)."""
     result = cu.check("04.to_accelerator", lambda t: t.to(torch.accelerator.current_accelerator()))
     assert not result.passed and "built for" in result.feedback, result.feedback
+    assert result.code == "02.accelerator-not-checked"
 
 
 def test_to_accelerator_with_names_imported_from_torch_accelerator_passes():
@@ -440,4 +450,4 @@ def test_to_accelerator_with_names_imported_from_torch_accelerator_passes():
          "def to_accelerator(t):\n"
          "    return t.to(current_accelerator()) if is_available() else t\n", namespace)
     result = cu.check("04.to_accelerator", namespace["to_accelerator"])
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback

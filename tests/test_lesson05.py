@@ -19,23 +19,25 @@ def _dev(x):
 
 # --- 05.is_on ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda x, w: _dev(x) == w, "never equals a string"),
-    (lambda x, w: _dev(x) == torch.device(w), "has index None"),
-    (lambda x, w: str(_dev(x)) == str(w), "has index None"),
-    (lambda x, w: _dev(x).type == torch.device(w).type, "Comparing only `.type` is not enough"),
-    (lambda x, w: str(w) in str(_dev(x)), "`in` or `startswith`"),
-    (lambda x, w: str(_dev(x)).startswith(str(w)), "`in` or `startswith`"),
-    (lambda x, w: _dev(x).type == w, "compare a string"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda x, w: _dev(x) == w, "never equals a string", "05.compared-device-with-string"),
+    (lambda x, w: _dev(x) == torch.device(w), "has index None", "05.index-less-equals-indexed"),
+    (lambda x, w: str(_dev(x)) == str(w), "has index None", "05.index-less-equals-indexed"),
+    (lambda x, w: _dev(x).type == torch.device(w).type, "Comparing only `.type` is not enough",
+     "05.ignored-device-index"),
+    (lambda x, w: str(w) in str(_dev(x)), "`in` or `startswith`", "05.compared-device-text"),
+    (lambda x, w: str(_dev(x)).startswith(str(w)), "`in` or `startswith`", "05.compared-device-text"),
+    (lambda x, w: _dev(x).type == w, "compare a string", "05.compared-device-with-string"),
     (lambda x, w: (_dev(x).type == torch.device(w).type
-                   and _dev(x).index == torch.device(w).index), "has index None"),
-    (lambda x, w: x.device.type == torch.device(w).type, "a device has no `.device`"),
-    (lambda x, w: torch.tensor(_dev(x).type == torch.device(w).type), "Python bool"),
-    (lambda x, w: int(_dev(x).type == torch.device(w).type), "return True or False"),
+                   and _dev(x).index == torch.device(w).index), "has index None", "05.index-less-equals-indexed"),
+    (lambda x, w: x.device.type == torch.device(w).type, "a device has no `.device`", "05.device-of-a-device"),
+    (lambda x, w: torch.tensor(_dev(x).type == torch.device(w).type), "Python bool", "any.returned-tensor"),
+    (lambda x, w: int(_dev(x).type == torch.device(w).type), "return True or False", "any.wrong-type"),
 ])
-def test_is_on_mistakes(answer, says):
+def test_is_on_mistakes(answer, says, code):
     result = cu.check("05.is_on", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 @pytest.mark.parametrize("answer", [
@@ -51,7 +53,8 @@ def test_is_on_mistakes(answer, says):
         torch.device(_dev(x)), torch.device(w)),
 ])
 def test_is_on_accepts_valid_alternatives(answer):
-    assert cu.check("05.is_on", answer).passed
+    result = cu.check("05.is_on", answer)
+    assert result.passed and result.code == "", result.feedback
 
 
 # --- 05.model_device ----------------------------------------------------------------------------
@@ -144,27 +147,28 @@ def from_state_dict(m):
     return _unique({t.device for t in m.state_dict().values()})
 
 
-@pytest.mark.parametrize("answer, says", [
-    (first_parameter, "StopIteration"),
-    (first_parameter_or_none, "Buffers live on a device too"),
-    (parameters_only, "Buffers live on a device too"),
-    (parameters_else_buffers, "you ignored (some of) the buffers"),
-    (buffers_only, "Look at the parameters too"),
-    (own_tensors_only, "belong to its submodules"),
-    (as_string, "returned the string 'cpu'"),
-    (never_raises, "instead of raising ValueError"),
-    (first_tensor, "the device of the first parameter"),
-    (raises_runtime_error, "you raised RuntimeError"),
-    (asserts, "you raised AssertionError"),
-    (vague_message, "does not name the devices"),
-    (cpu_when_empty, "return None. You returned `cpu`"),
-    (raises_when_empty, "is not an error: return None"),
-    (returns_the_set, "Return a single `torch.device`"),
-    (from_state_dict, "non-persistent buffer"),
+@pytest.mark.parametrize("answer, says, code", [
+    (first_parameter, "StopIteration", "05.first-parameter-only"),
+    (first_parameter_or_none, "Buffers live on a device too", "05.ignored-buffers"),
+    (parameters_only, "Buffers live on a device too", "05.ignored-buffers"),
+    (parameters_else_buffers, "you ignored (some of) the buffers", "05.ignored-buffers"),
+    (buffers_only, "Look at the parameters too", "05.ignored-parameters"),
+    (own_tensors_only, "belong to its submodules", "05.own-tensors-only"),
+    (as_string, "returned the string 'cpu'", "02.returned-device-string"),
+    (never_raises, "instead of raising ValueError", "05.split-model-has-one-device"),
+    (first_tensor, "the device of the first parameter", "05.first-parameter-only"),
+    (raises_runtime_error, "you raised RuntimeError", "05.split-model-not-value-error"),
+    (asserts, "you raised AssertionError", "05.split-model-not-value-error"),
+    (vague_message, "does not name the devices", "05.split-model-message-vague"),
+    (cpu_when_empty, "return None. You returned `cpu`", "05.empty-module-has-device"),
+    (raises_when_empty, "is not an error: return None", "05.empty-module-raises"),
+    (returns_the_set, "Return a single `torch.device`", "any.wrong-type"),
+    (from_state_dict, "non-persistent buffer", "05.state-dict-has-all-tensors"),
 ])
-def test_model_device_mistakes(answer, says):
+def test_model_device_mistakes(answer, says, code):
     result = cu.check("05.model_device", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_ignoring_buffers_is_caught_on_the_spread_module_from_the_task():
@@ -172,9 +176,10 @@ def test_ignoring_buffers_is_caught_on_the_spread_module_from_the_task():
     from course_utils.lessons.l05_device_attribute import _Scaled, _check_spread
     from course_utils.grading import Wrong
     module = _Scaled("meta")
-    with pytest.raises(Wrong, match="ignored"):
+    with pytest.raises(Wrong, match="ignored") as raised:
         _check_spread(parameters_else_buffers, module, "the module", {torch.device("cpu")},
                       {torch.device("meta")})
+    assert raised.value.code == "05.ignored-buffers"
 
 
 @pytest.mark.parametrize("answer", [
@@ -185,7 +190,8 @@ def test_ignoring_buffers_is_caught_on_the_spread_module_from_the_task():
                       message="found " + "{}"),
 ])
 def test_model_device_accepts_valid_alternatives(answer):
-    assert cu.check("05.model_device", answer).passed
+    result = cu.check("05.model_device", answer)
+    assert result.passed and result.code == "", result.feedback
 
 
 class _FakeSpread:
@@ -223,12 +229,14 @@ def test_a_set_of_devices_in_the_message_names_them():
             raise ValueError(f"spread over {devices}")
         return devices.pop() if devices else None
     _check_fake_spread(set_in_message)
-    assert cu.check("05.model_device", set_in_message).passed
+    result = cu.check("05.model_device", set_in_message)
+    assert result.passed and result.code == "", result.feedback
 
 
 def test_hint_3_followed_literally_passes_and_reads_well():
     answer = _from_hint_3()
-    assert cu.check("05.model_device", answer).passed
+    result = cu.check("05.model_device", answer)
+    assert result.passed and result.code == "", result.feedback
     _check_fake_spread(answer)
     with pytest.raises(ValueError) as raised:
         answer(_FakeSpread())
@@ -246,8 +254,9 @@ def test_a_message_naming_one_device_still_fails(message):
 
     def one_named(m):
         raise ValueError(message)
-    with pytest.raises(Wrong, match="does not name the devices"):
+    with pytest.raises(Wrong, match="does not name the devices") as raised:
         _check_fake_spread(one_named)
+    assert raised.value.code == "05.split-model-message-vague"
 
 
 @pytest.mark.gpu
@@ -259,6 +268,7 @@ def test_model_device_rejects_an_index_less_device_on_the_accelerator():
         return torch.device(devices.pop().type) if devices else None
     result = cu.check("05.model_device", rebuilt)
     assert not result.passed and "has index None" in result.feedback, result.feedback
+    assert result.code == "05.index-less-equals-indexed"
 
 
 @pytest.mark.gpu
@@ -270,7 +280,8 @@ def test_is_on_is_checked_on_accelerator_tensors():
             seen.append(x.device.type)
         from course_utils.lessons.l05_device_attribute import is_on
         return is_on(x, wanted)
-    assert cu.check("05.is_on", spy).passed
+    result = cu.check("05.is_on", spy)
+    assert result.passed and result.code == "", result.feedback
     assert cu.accelerator().type in seen
 
 
@@ -432,26 +443,34 @@ def _bbytes(m):
     return sum(b.numel() * b.element_size() for b in m.buffers())
 
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda m, o: _pbytes(m), "weights alone"),
-    (lambda m, o: (1 + _STATE[o]) * _pbytes(m), "gradient"),
-    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 3}[o] * _pbytes(m), "**two** moments"),
-    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 2}[o] * _pbytes(m), "**two** moments"),
-    (lambda m, o: {"sgd": 2, "momentum": 2, "adam": 4}[o] * _pbytes(m), "momentum_buffer"),
-    (lambda m, o: {"sgd": 3, "momentum": 3, "adam": 4}[o] * _pbytes(m), "Plain SGD (no momentum) keeps no state"),
-    (lambda m, o: _COPIES[o] * (_pbytes(m) + _bbytes(m)), "You counted the buffers"),
-    (lambda m, o: _COPIES[o] * _pbytes(m) + _bbytes(m), "You counted the buffers"),
-    (lambda m, o: _COPIES[o] * 4 * sum(p.numel() for p in m.parameters()), "4 bytes for every element"),
-    (lambda m, o: _COPIES[o] * sum(p.numel() for p in m.parameters()), "number of elements, not bytes"),
-    (lambda m, o: float(_COPIES[o] * _pbytes(m)), "return an int"),
-    (lambda m, o: torch.tensor(_COPIES[o] * _pbytes(m)), "plain Python int"),
-    (lambda m, o: None, "as an int"),
-    (lambda m, o: _COPIES[o] * sum(p.sum().item() for p in m.parameters()), "not from its values"),
-    (lambda m, o: {"sgd": 2, "adam": 4}[o] * _pbytes(m), "KeyError"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda m, o: _pbytes(m), "weights alone", "05.gradients-not-counted"),
+    (lambda m, o: (1 + _STATE[o]) * _pbytes(m), "gradient", "05.gradients-not-counted"),
+    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 3}[o] * _pbytes(m), "**two** moments",
+     "05.adam-state-undercounted"),
+    (lambda m, o: {"sgd": 2, "momentum": 3, "adam": 2}[o] * _pbytes(m), "**two** moments",
+     "05.adam-state-undercounted"),
+    (lambda m, o: {"sgd": 2, "momentum": 2, "adam": 4}[o] * _pbytes(m), "momentum_buffer", "05.momentum-state-missed"),
+    (lambda m, o: {"sgd": 3, "momentum": 3, "adam": 4}[o] * _pbytes(m), "Plain SGD (no momentum) keeps no state",
+     "05.plain-sgd-has-state"),
+    (lambda m, o: _COPIES[o] * (_pbytes(m) + _bbytes(m)), "You counted the buffers", "05.counted-buffers"),
+    (lambda m, o: _COPIES[o] * _pbytes(m) + _bbytes(m), "You counted the buffers", "05.counted-buffers"),
+    (lambda m, o: _COPIES[o] * 4 * sum(p.numel() for p in m.parameters()), "4 bytes for every element",
+     "01.assumed-4-bytes"),
+    (lambda m, o: _COPIES[o] * sum(p.numel() for p in m.parameters()), "number of elements, not bytes",
+     "01.counted-elements"),
+    (lambda m, o: float(_COPIES[o] * _pbytes(m)), "return an int", "any.wrong-type"),
+    (lambda m, o: torch.tensor(_COPIES[o] * _pbytes(m)), "plain Python int", "any.returned-tensor"),
+    (lambda m, o: None, "as an int", "any.wrong-type"),
+    (lambda m, o: _COPIES[o] * sum(p.sum().item() for p in m.parameters()), "not from its values", "any.wrong-type"),
+    (lambda m, o: {"sgd": 2, "adam": 4}[o] * _pbytes(m), "KeyError", "any.raised"),
+    (lambda m, o: _COPIES[o] * _pbytes(m) + 1, "Count weights, gradients and the optimizer's state",
+     "any.wrong-value"),
 ])
-def test_training_bytes_mistakes(answer, says):
+def test_training_bytes_mistakes(answer, says, code):
     result = cu.check("05.training_bytes", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 @pytest.mark.parametrize("answer", [
@@ -463,7 +482,7 @@ def test_training_bytes_mistakes(answer, says):
 ])
 def test_training_bytes_accepts_valid_alternatives(answer):
     result = cu.check("05.training_bytes", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 def test_training_bytes_stub_is_not_attempted():
@@ -471,6 +490,7 @@ def test_training_bytes_stub_is_not_attempted():
         raise NotImplementedError
     result = cu.check("05.training_bytes", training_bytes)
     assert not result.passed and "not attempted" in result.feedback.lower(), result.feedback
+    assert result.code == "any.not-attempted"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -94,31 +94,51 @@ def moves_to_compare(model, inputs, device):
     return sorted(n for n, t in _named(model, inputs) if t.to(device) is not t)
 
 
-@pytest.mark.parametrize("answer, says", [
-    (ignores_buffers, "You missed buffers (scale)"),
-    (ignores_inputs, "You missed inputs (x)"),
-    (ignores_parameters, "You missed parameters"),
-    (unsorted, "wrong order"),
-    (compares_with_string, "a torch.device never equals a string"),
-    (compares_str_of_device, "comparing it with a string such as `str(t.device)`"),
-    (compares_type_only, "ignores the device index"),
-    (uses_state_dict, "persistent=False"),
-    (inverted, "ARE on the device"),
-    (returns_a_set, "a set has no order"),
-    (returns_tensors, "not the tensors themselves"),
-    (returns_pairs, "not (name, tensor) pairs"),
-    (short_names, "full dotted names"),
-    (moves_the_model, "moved the model's tensors"),
-    (forgets_return, "forget the `return`"),
+def duplicates(model, inputs, device):
+    d = torch.device(device)
+    return sorted(n for n, t in [*_named(model, inputs), *model.state_dict().items()] if t.device != d)
+
+
+def probes_the_device(model, inputs, device):   # makes a tensor on `device`: fails where the device is not real
+    d = torch.empty(0, device=device).device
+    return sorted(n for n, t in _named(model, inputs) if t.device != d)
+
+
+@pytest.mark.parametrize("answer, says, code", [
+    (ignores_buffers, "You missed buffers (scale)", "06.forgot-buffers"),
+    (ignores_inputs, "You missed inputs (x)", "06.forgot-inputs"),
+    (ignores_parameters, "You missed parameters", "06.forgot-parameters"),
+    (unsorted, "wrong order", "any.wrong-value"),
+    (compares_with_string, "a torch.device never equals a string", "06.device-compared-with-string"),
+    (compares_str_of_device, "comparing it with a string such as `str(t.device)`", "06.device-compared-with-string"),
+    (compares_type_only, "ignores the device index", "06.ignored-device-index"),
+    (uses_state_dict, "persistent=False", "06.used-state-dict"),
+    (inverted, "ARE on the device", "06.listed-tensors-on-device"),
+    (returns_a_set, "a set has no order", "any.wrong-type"),
+    (returns_tensors, "not the tensors themselves", "any.wrong-type"),
+    (returns_pairs, "not (name, tensor) pairs", "any.wrong-type"),
+    (short_names, "full dotted names", "06.short-tensor-names"),
+    (moves_the_model, "moved the model's tensors", "06.moves-tensors-to-check"),
+    (forgets_return, "forget the `return`", "any.wrong-type"),
+    (duplicates, "appear twice", "any.wrong-value"),
 ])
-def test_find_mismatches_mistakes(answer, says):
+def test_find_mismatches_mistakes(answer, says, code):
     result = cu.check("06.find_mismatches", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device can be built here")
+def test_find_mismatches_an_answer_that_puts_a_tensor_on_the_device_fails_on_the_simulated_gpus():
+    result = cu.check("06.find_mismatches", probes_the_device)
+    assert not result.passed and "don't move them" in result.feedback, result.feedback
+    assert result.code == "06.moves-tensors-to-check", result.code
 
 
 def test_find_mismatches_reading_meta_tensors_is_not_taken_for_the_stub():
     result = cu.check("06.find_mismatches", moves_to_compare)   # meta -> cpu copies raise NotImplementedError
     assert not result.passed and "NotImplementedError" in result.feedback and "Look at `.device` only" in result.feedback, result.feedback
+    assert result.code == "any.read-meta-data", result.code
 
 
 def test_find_mismatches_feedback_names_the_case():
@@ -144,7 +164,7 @@ def is_on(x, wanted):  # lesson 05's reference: a target without an index matche
 ])
 def test_find_mismatches_accepts_valid_alternatives(answer):
     result = cu.check("06.find_mismatches", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 @pytest.mark.gpu
@@ -282,25 +302,63 @@ class ConstantInAList(nn.Module):
         return x * self.constants[0]
 
 
-@pytest.mark.parametrize("answer, says", [
-    (PlainAttribute, "plain tensor attribute. After `Scaler(3).to(\"meta\")` it is still on cpu"),
-    (PlainAttributeMovedInForward, "plain tensor attribute"),
-    (TrainableConstant, "`nn.Parameter` is trainable"),
-    (FrozenParameter, "Even with requires_grad=False it is still a parameter"),
-    (NoSuperInit, "must call `super().__init__()`"),
-    (NoSuperInitPlain, "never calls `super().__init__()`"),
-    (Ones, "not twos"),
-    (MadeInForward, "a tensor created there with no device"),
-    (NoTensorAtAll, "holds no tensor"),
-    (InPlace, "changed its input in place"),
-    (Float64Constant, "Keep the input's dtype"),
-    (ScalarConstant, "vector of 3 twos"),
-    (NotAModule, "subclass `nn.Module`"),
-    (ConstantInAList, "`constants[0]` is a plain tensor attribute"),
+DEVICE = torch.device("meta")   # a notebook's global `device`, used inside the module (meta stands in for a GPU)
+
+
+class ConstantOnTheGlobalDevice(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.register_buffer("scale", torch.full((features,), 2.0, device=DEVICE))
+
+    def forward(self, x):
+        return x * self.scale.to(x.device)
+
+
+class OutputToTheGlobalDevice(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.register_buffer("scale", torch.full((features,), 2.0))
+
+    def forward(self, x):
+        return (x * self.scale).to(DEVICE)
+
+
+class OwnToForgetsReturn(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.register_buffer("scale", torch.full((features,), 2.0))
+
+    def to(self, *args, **kwargs):   # noqa: moves, but returns None
+        super().to(*args, **kwargs)
+
+    def forward(self, x):
+        return x * self.scale
+
+
+@pytest.mark.parametrize("answer, says, code", [
+    (PlainAttribute, "plain tensor attribute. After `Scaler(3).to(\"meta\")` it is still on cpu",
+     "06.plain-tensor-attribute"),
+    (PlainAttributeMovedInForward, "plain tensor attribute", "06.plain-tensor-attribute"),
+    (TrainableConstant, "`nn.Parameter` is trainable", "06.constant-as-parameter"),
+    (FrozenParameter, "Even with requires_grad=False it is still a parameter", "06.frozen-parameter-as-constant"),
+    (NoSuperInit, "must call `super().__init__()`", "06.no-super-init"),
+    (NoSuperInitPlain, "never calls `super().__init__()`", "06.no-super-init"),
+    (Ones, "not twos", "any.wrong-value"),
+    (MadeInForward, "a tensor created there with no device", "06.tensor-made-in-forward"),
+    (NoTensorAtAll, "holds no tensor", "06.plain-number-for-constant"),
+    (InPlace, "changed its input in place", "any.wrong-value"),
+    (Float64Constant, "Keep the input's dtype", "any.wrong-dtype"),
+    (ScalarConstant, "vector of 3 twos", "any.wrong-shape"),
+    (NotAModule, "subclass `nn.Module`", "any.wrong-type"),
+    (ConstantInAList, "`constants[0]` is a plain tensor attribute", "06.plain-tensor-attribute"),
+    (ConstantOnTheGlobalDevice, "already holds tensors off the CPU", "06.constant-placed-in-init"),
+    (OutputToTheGlobalDevice, "compute where the input is", "06.output-off-input-device"),
+    (OwnToForgetsReturn, "don't override `to`", "06.overrode-module-to"),
 ])
-def test_scaler_mistakes(answer, says):
+def test_scaler_mistakes(answer, says, code):
     result = cu.check("06.scaler", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 class NonPersistent(nn.Module):
@@ -333,13 +391,13 @@ class ViaBufferClass(nn.Module):
 @pytest.mark.parametrize("answer", [NonPersistent, IntegerTwos, ViaBufferClass])
 def test_scaler_accepts_valid_alternatives(answer):
     result = cu.check("06.scaler", answer)
-    assert result.passed, result.feedback
+    assert result.passed and result.code == "", result.feedback
 
 
 @pytest.mark.gpu
 def test_scaler_is_checked_on_the_accelerator():
     result = cu.check("06.scaler", cu.exercises.get_exercise("06.scaler").reference)
-    assert result.passed and cu.accelerator().type in result.feedback
+    assert result.passed and result.code == "" and cu.accelerator().type in result.feedback
 
 
 # --- facts the notebook states ------------------------------------------------------------------
@@ -548,15 +606,17 @@ from hostile_values import AlwaysEqualList, AlwaysEqualStr  # noqa: E402
 def test_find_mismatches_refuses_a_list_whose_comparisons_lie():
     result = cu.check("06.find_mismatches", lambda model, inputs, device: AlwaysEqualList())
     assert not result.passed and "plain `list`" in result.feedback, result.feedback
+    assert result.code == "any.wrong-type", result.code
 
 
 def test_find_mismatches_refuses_names_whose_comparisons_lie():
     result = cu.check("06.find_mismatches", lambda model, inputs, device: [
         AlwaysEqualStr("?") for _, t in _named(model, inputs) if t.device != torch.device(device)])
     assert not result.passed and "plain string" in result.feedback, result.feedback
+    assert result.code == "any.wrong-type", result.code
 
 
-def skips_zero_dim_cpu(model, inputs, device):  # section 8's pass, as `cu.explain_devices` notes it
+def skips_zero_dim_cpu(model, inputs, device):  # section 7's pass, as `cu.explain_devices` notes it
     device = torch.device(device)
     return sorted(n for n, t in _named(model, inputs)
                   if t.device != device and not (t.dim() == 0 and t.device.type == "cpu"))
@@ -567,6 +627,7 @@ def test_find_mismatches_names_the_zero_dim_tensor_an_answer_skipped():
     assert not result.passed, result.feedback
     assert "`body.1.num_batches_tracked`, a 0-dim tensor on the CPU" in result.feedback, result.feedback
     assert "Add `model.named_buffers()`" not in result.feedback and "You missed buffers" not in result.feedback
+    assert result.code == "06.zero-dim-exempted", result.code
 
 
 class TwosMadeInForward(nn.Module):
@@ -599,7 +660,7 @@ class TwosFromNewFull(nn.Module):
 @pytest.mark.parametrize("answer", [TwosMadeInForward, TwosLikeInput, TwosFromNewFull])
 def test_scaler_accepts_twos_made_in_forward_on_the_inputs_device(answer):
     result = cu.check("06.scaler", answer)
-    assert result.passed and "makes its twos in `forward`" in result.feedback, result.feedback
+    assert result.passed and result.code == "" and "makes its twos in `forward`" in result.feedback, result.feedback
 
 
 class ScalarMadeInForward(nn.Module):
@@ -614,6 +675,7 @@ def test_scaler_made_in_forward_must_still_be_a_vector_of_twos():
     result = cu.check("06.scaler", ScalarMadeInForward)
     assert not result.passed and "vector of 3 twos" in result.feedback and "shape ()" in result.feedback, \
         result.feedback
+    assert result.code == "any.wrong-shape", result.code
 
 
 class MatrixMadeInForward(nn.Module):
@@ -644,6 +706,7 @@ def test_meta_lets_a_cpu_operand_into_mm():  # why the check compares devices it
 def test_scaler_catches_a_cpu_tensor_made_in_forward_even_where_meta_lets_it_through(answer):
     result = cu.check("06.scaler", answer)
     assert not result.passed and "a tensor created there with no device" in result.feedback, result.feedback
+    assert result.code == "06.tensor-made-in-forward", result.code
     if cu.accelerator() is None:
         assert "sent `mm` a float32 tensor of shape (4, 4) on cpu" in result.feedback, result.feedback
 

@@ -19,36 +19,44 @@ from course_utils import transfer
 from course_utils.quizzes import get_quiz
 
 
-def fails_saying(exercise_id, answer, says):
+def fails_saying(exercise_id, answer, says, code=None):
+    """The check fails with feedback containing ``says`` (and, when given, the misconception ``code``)."""
     result = cu.check(exercise_id, answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert code is None or result.code == code, (result.code, result.feedback)
+    return result
+
+
+def passes(exercise_id, answer):
+    result = cu.check(exercise_id, answer)
+    assert result.passed and result.code == "", (result.code, result.feedback)
     return result
 
 
 # --- 07.bandwidth_gbps -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda n, s: n / s / 2**30, "GiB/s"),
-    (lambda n, s: 8 * n / s / 1e9, "bits"),
-    (lambda n, s: 8 * n / s / 2**30, "counted bits and used GiB"),
-    (lambda n, s: n / (s * 1e-3) / 1e9, "milliseconds"),                 # seconds taken as ms
-    (lambda n, s: n / s / 1e6, "MB/s"),
-    (lambda n, s: n / (s * 1e3) / 1e9, "do not convert it to milliseconds"),
-    (lambda n, s: n / s, "bytes per second"),
-    (lambda n, s: n / s * 1e9, "multiplied by 10**9 where you should divide"),
-    (lambda n, s: s / n * 1e9, "upside down"),
-    (lambda n, s: n * s / 1e9, "multiplied by the time"),
-    (lambda n, s: torch.tensor(n / s / 1e9), "Python float"),
-    (lambda n, s: f"{n / s / 1e9:.2f} GB/s", "Python float"),
-    (lambda n, s: round(n / s / 1e9), "rounded to a whole number"),
-    (lambda n, s: n / s / 1e9 + 1e-3, "Bandwidth in GB/s = bytes / seconds / 10**9"),
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda n, s: n / s / 2**30, "GiB/s", "07.gib-for-gb"),
+    (lambda n, s: 8 * n / s / 1e9, "bits", "07.counted-bits"),
+    (lambda n, s: 8 * n / s / 2**30, "counted bits and used GiB", "07.counted-bits"),
+    (lambda n, s: n / (s * 1e-3) / 1e9, "milliseconds", "07.mega-for-giga"),  # seconds taken as ms
+    (lambda n, s: n / s / 1e6, "MB/s", "07.mega-for-giga"),
+    (lambda n, s: n / (s * 1e3) / 1e9, "do not convert it to milliseconds", "07.time-not-in-seconds"),
+    (lambda n, s: n / s, "bytes per second", "07.gb-not-converted"),
+    (lambda n, s: n / s * 1e9, "multiplied by 10**9 where you should divide", "07.gb-converted-backwards"),
+    (lambda n, s: s / n * 1e9, "upside down", "07.rate-formula-inverted"),
+    (lambda n, s: n * s / 1e9, "multiplied by the time", "07.rate-formula-inverted"),
+    (lambda n, s: torch.tensor(n / s / 1e9), "Python float", "any.returned-tensor"),
+    (lambda n, s: f"{n / s / 1e9:.2f} GB/s", "Python float", "any.wrong-type"),
+    (lambda n, s: round(n / s / 1e9), "rounded to a whole number", "07.rounded-result"),
+    (lambda n, s: n / s / 1e9 + 1e-3, "Bandwidth in GB/s = bytes / seconds / 10**9", "any.wrong-value"),
 ])
-def test_bandwidth_gbps_mistakes(answer, says):
-    fails_saying("07.bandwidth_gbps", answer, says)
+def test_bandwidth_gbps_mistakes(answer, says, code):
+    fails_saying("07.bandwidth_gbps", answer, says, code)
 
 
 def test_bandwidth_gbps_feedback_shows_both_numbers():
-    result = fails_saying("07.bandwidth_gbps", lambda n, s: n / s / 2**30, "GiB")
+    result = fails_saying("07.bandwidth_gbps", lambda n, s: n / s / 2**30, "GiB", "07.gib-for-gb")
     assert "12.5 GB/s" in result.feedback and "11.64" in result.feedback
 
 
@@ -59,30 +67,31 @@ def test_bandwidth_gbps_feedback_shows_both_numbers():
     lambda n, s: np.float64(n) / s / 10**9,
 ])
 def test_bandwidth_gbps_accepts_equivalent_formulas(answer):
-    assert cu.check("07.bandwidth_gbps", answer).passed
+    passes("07.bandwidth_gbps", answer)
 
 
 # --- 07.transfer_time ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer, says", [
-    (lambda n, lat, bw: n / (bw * 1e9), "forgot the latency"),
-    (lambda n, lat, bw: lat + n / (bw * 2**30), "GiB"),
-    (lambda n, lat, bw: lat + 8 * n / (bw * 1e9), "counted bits"),
-    (lambda n, lat, bw: lat + n / (8 * bw * 1e9), "8 times too short"),
-    (lambda n, lat, bw: 1e3 * (lat + n / (bw * 1e9)), "milliseconds"),
-    (lambda n, lat, bw: 1e6 * (lat + n / (bw * 1e9)), "microseconds"),
-    (lambda n, lat, bw: 1e3 * lat + n / (bw * 1e9), "already in seconds"),
-    (lambda n, lat, bw: lat + n / (bw * 1e6), "1000 times too long"),
-    (lambda n, lat, bw: lat + n / bw, "forgot to turn GB/s into bytes per second"),
-    (lambda n, lat, bw: lat + n / (bw / 1e9), "divided the bandwidth by 10**9 where you should multiply"),
-    (lambda n, lat, bw: lat + n * bw * 1e9, "multiplied the bytes by the bandwidth"),
-    (lambda n, lat, bw: lat + bw * 1e9 / max(n, 1), "upside down"),
-    (lambda n, lat, bw: lat * n / (bw * 1e9), "multiplied the latency"),
-    (lambda n, lat, bw: torch.tensor(lat) + n / (bw * 1e9), "Python float"),
-    (lambda n, lat, bw: lat + n // (bw * 1e9), "Time = latency_s + nbytes"),      # floor division
+@pytest.mark.parametrize("answer, says, code", [
+    (lambda n, lat, bw: n / (bw * 1e9), "forgot the latency", "07.forgot-latency"),
+    (lambda n, lat, bw: lat + n / (bw * 2**30), "GiB", "07.gib-for-gb"),
+    (lambda n, lat, bw: lat + 8 * n / (bw * 1e9), "counted bits", "07.counted-bits"),
+    (lambda n, lat, bw: lat + n / (8 * bw * 1e9), "8 times too short", "07.counted-bits"),
+    (lambda n, lat, bw: 1e3 * (lat + n / (bw * 1e9)), "milliseconds", "07.time-not-in-seconds"),
+    (lambda n, lat, bw: 1e6 * (lat + n / (bw * 1e9)), "microseconds", "07.time-not-in-seconds"),
+    (lambda n, lat, bw: 1e3 * lat + n / (bw * 1e9), "already in seconds", "07.time-not-in-seconds"),
+    (lambda n, lat, bw: lat + n / (bw * 1e6), "1000 times too long", "07.mega-for-giga"),
+    (lambda n, lat, bw: lat + n / bw, "forgot to turn GB/s into bytes per second", "07.gb-not-converted"),
+    (lambda n, lat, bw: lat + n / (bw / 1e9), "divided the bandwidth by 10**9 where you should multiply",
+     "07.gb-converted-backwards"),
+    (lambda n, lat, bw: lat + n * bw * 1e9, "multiplied the bytes by the bandwidth", "07.rate-formula-inverted"),
+    (lambda n, lat, bw: lat + bw * 1e9 / max(n, 1), "upside down", "07.rate-formula-inverted"),
+    (lambda n, lat, bw: lat * n / (bw * 1e9), "multiplied the latency", "07.latency-multiplied"),
+    (lambda n, lat, bw: torch.tensor(lat) + n / (bw * 1e9), "Python float", "any.returned-tensor"),
+    (lambda n, lat, bw: lat + n // (bw * 1e9), "Time = latency_s + nbytes", "any.wrong-value"),  # floor division
 ])
-def test_transfer_time_mistakes(answer, says):
-    fails_saying("07.transfer_time", answer, says)
+def test_transfer_time_mistakes(answer, says, code):
+    fails_saying("07.transfer_time", answer, says, code)
 
 
 @pytest.mark.parametrize("answer", [
@@ -91,7 +100,7 @@ def test_transfer_time_mistakes(answer, says):
     lambda n, lat, bw: cu.check.__globals__["get_exercise"]("07.transfer_time").reference(n, lat, bw),
 ])
 def test_transfer_time_accepts_equivalent_formulas(answer):
-    assert cu.check("07.transfer_time", answer).passed
+    passes("07.transfer_time", answer)
 
 
 # --- 07.sum_batches ----------------------------------------------------------------------------------
@@ -202,35 +211,38 @@ def hidden_numpy_sum(batches, device):
     return rebuilt.reshape(batches[0].shape)
 
 
-@pytest.mark.parametrize("answer, says", [
-    (per_batch, "I counted 3 host→device transfers, expected exactly 1. That is one transfer per batch"),
-    (per_batch_stacked, "one transfer per batch"),
-    (cpu_sum_then_move, "You added the batches up on the CPU and moved the result. I saw `sum` run on CPU"),
-    (numpy_sum_then_move, "You added the batches up on the CPU"),
-    (back_to_cpu, "your result is on the CPU (I saw 1 copy back from the device)"),
-    (in_place_into_first, "changed the values of an input batch"),
-    (pops_the_list, "changed the list it was given"),
-    (squeeze_stack, "single batch"),
-    (torch_sum_promotes, "turns small integer types into int64"),
-    (float_zeros_accumulator, "floating-point sum"),
-    (single_batch_shortcut, "returned one of the input batches itself"),
-    (mean_not_sum, "the mean"),
-    (overwrites_total, "replace the running total"),
-    (cat_instead_of_stack, "`torch.cat` joins"),
-    (forgets_to_sum, "You kept the stacking dimension"),
-    (never_moves, "I counted 0 host→device transfers and your result is on the CPU"),
-    (reads_a_value, "Meta tensors have no data"),
-    (via_python_lists, "I counted 0 host→device transfers. Move the data with `.to(device)`"),
-    (checks_on_cpu_too, "`sum` ran on CPU tensors"),
-    (hidden_numpy_sum, "I saw no addition"),
-    (lambda batches, device: [b.to(device) for b in batches], "should be a torch.Tensor"),
+@pytest.mark.parametrize("answer, says, code", [
+    (per_batch, "I counted 3 host→device transfers, expected exactly 1. That is one transfer per batch",
+     "07.copy-per-batch"),
+    (per_batch_stacked, "one transfer per batch", "07.copy-per-batch"),
+    (cpu_sum_then_move, "You added the batches up on the CPU and moved the result. I saw `sum` run on CPU",
+     "07.summed-on-cpu"),
+    (numpy_sum_then_move, "You added the batches up on the CPU", "07.summed-on-cpu"),
+    (back_to_cpu, "your result is on the CPU (I saw 1 copy back from the device)", "07.result-moved-back"),
+    (in_place_into_first, "changed the values of an input batch", "07.added-into-input"),
+    (pops_the_list, "changed the list it was given", "07.changed-input-list"),
+    (squeeze_stack, "single batch", "07.squeeze-dropped-batch-dim"),
+    (torch_sum_promotes, "turns small integer types into int64", "07.sum-promoted-int"),
+    (float_zeros_accumulator, "floating-point sum", "07.float-zeros-accumulator"),
+    (single_batch_shortcut, "returned one of the input batches itself", "07.returned-input-itself"),
+    (mean_not_sum, "the mean", "07.mean-not-sum"),
+    (overwrites_total, "replace the running total", "07.total-overwritten"),
+    (cat_instead_of_stack, "`torch.cat` joins", "07.cat-for-stack"),
+    (forgets_to_sum, "You kept the stacking dimension", "07.stack-dim-kept"),
+    (never_moves, "I counted 0 host→device transfers and your result is on the CPU", "07.batches-never-copied"),
+    (reads_a_value, "Meta tensors have no data", "any.read-meta-data"),
+    (via_python_lists, "I counted 0 host→device transfers. Move the data with `.to(device)`",
+     "07.batches-never-copied"),
+    (checks_on_cpu_too, "`sum` ran on CPU tensors", "07.summed-on-cpu"),
+    (hidden_numpy_sum, "I saw no addition", "07.summed-on-cpu"),
+    (lambda batches, device: [b.to(device) for b in batches], "should be a torch.Tensor", "any.not-a-tensor"),
 ])
-def test_sum_batches_mistakes(answer, says):
-    fails_saying("07.sum_batches", answer, says)
+def test_sum_batches_mistakes(answer, says, code):
+    fails_saying("07.sum_batches", answer, says, code)
 
 
 def test_sum_batches_names_the_device_and_the_count():
-    result = fails_saying("07.sum_batches", per_batch, "device=meta")
+    result = fails_saying("07.sum_batches", per_batch, "device=meta", "07.copy-per-batch")
     assert "3 batches of shape (4,)" in result.feedback
 
 
@@ -264,8 +276,7 @@ def copy_into_buffer(batches, device):
     lambda batches, device: torch.stack(batches).to(device, non_blocking=True).sum(0, dtype=batches[0].dtype),
 ])
 def test_sum_batches_accepts_other_correct_solutions(answer):
-    result = cu.check("07.sum_batches", answer)
-    assert result.passed, result.feedback
+    passes("07.sum_batches", answer)
 
 
 
@@ -277,7 +288,7 @@ def test_sum_batches_is_counted_and_checked_on_the_accelerator():
     def spy(batches, device):
         seen.append(torch.device(device).type)
         return torch.stack(batches).to(device).sum(0, dtype=batches[0].dtype)
-    assert cu.check("07.sum_batches", spy).passed
+    passes("07.sum_batches", spy)
     assert cu.accelerator().type in seen and "meta" in seen and "cpu" in seen
 
 
@@ -472,33 +483,33 @@ def test_cuda_only_cells_tell_a_mac_what_is_true():
 from hostile_values import AlwaysEqualFloat  # noqa: E402
 
 
-@pytest.mark.parametrize("exercise_id, answer", [
-    ("07.bandwidth_gbps", lambda n, s: AlwaysEqualFloat(n / s / 1e9)),
-    ("07.transfer_time", lambda n, lat, bw: AlwaysEqualFloat(lat + n / (bw * 1e9))),
+@pytest.mark.parametrize("exercise_id, answer, code", [
+    ("07.bandwidth_gbps", lambda n, s: AlwaysEqualFloat(n / s / 1e9), "any.wrong-type"),
+    ("07.transfer_time", lambda n, lat, bw: AlwaysEqualFloat(lat + n / (bw * 1e9)), "any.wrong-type"),
 ])
-def test_a_float_subclass_is_refused_kindly(exercise_id, answer):
-    result = fails_saying(exercise_id, answer, "not a plain Python number")
+def test_a_float_subclass_is_refused_kindly(exercise_id, answer, code):
+    result = fails_saying(exercise_id, answer, "not a plain Python number", code)
     assert "`float(...)`" in result.feedback
 
 
 @pytest.mark.parametrize("answer", [lambda n, s: np.float32(n / s / 1e9), lambda n, s: np.divide(n, s) / 1e9])
 def test_bandwidth_gbps_accepts_numpy_floats(answer):
-    result = cu.check("07.bandwidth_gbps", answer)
-    assert result.passed, result.feedback
+    passes("07.bandwidth_gbps", answer)
 
 
 def test_bandwidth_gbps_rounded_answer_sees_the_difference():
-    result = fails_saying("07.bandwidth_gbps", lambda n, s: round(n / s / 1e9, 3), "rounded to 3 decimal places")
+    result = fails_saying("07.bandwidth_gbps", lambda n, s: round(n / s / 1e9, 3), "rounded to 3 decimal places",
+                          "07.rounded-result")
     assert "the bandwidth is 1.6384 GB/s, you returned 1.638." in result.feedback, result.feedback
 
 
 def test_bandwidth_gbps_rounded_to_significant_digits():
-    fails_saying("07.bandwidth_gbps", lambda n, s: float(f"{n / s / 1e9:.3g}"), "rounded")
+    fails_saying("07.bandwidth_gbps", lambda n, s: float(f"{n / s / 1e9:.3g}"), "rounded", "07.rounded-result")
 
 
 def test_transfer_time_rounded_answer_sees_the_difference():
     result = fails_saying("07.transfer_time", lambda n, lat, bw: round(lat + n / (bw * 1e9), 6),
-                          "rounded to 6 decimal places")
+                          "rounded to 6 decimal places", "07.rounded-result")
     assert "0.008343333333 s, you returned 0.008343." in result.feedback, result.feedback
 
 
@@ -524,14 +535,13 @@ def pins_for_cuda_only(batches, device):
 @pytest.mark.parametrize("answer", [pins_always, pins_with_pin_memory_true])
 def test_sum_batches_pinning_without_an_accelerator_is_explained(answer):
     result = fails_saying("07.sum_batches", answer, "Pinning memory (`.pin_memory()`, `pin_memory=True`) needs an "
-                                                    "accelerator")
+                                                    "accelerator", "07.pinned-without-accelerator")
     assert "does not need pinning" in result.feedback and 'if device.type == "cuda"' in result.feedback
     assert "Read the message, fix the cell" not in result.feedback
 
 
 def test_sum_batches_accepts_pinning_only_for_cuda():
-    result = cu.check("07.sum_batches", pins_for_cuda_only)
-    assert result.passed, result.feedback
+    passes("07.sum_batches", pins_for_cuda_only)
 
 
 # --- 07.capstone ------------------------------------------------------------------------------------------
@@ -543,25 +553,28 @@ CAPSTONE = cu.check.__globals__["get_exercise"]("07.capstone").solution_source
 _ORDER_FIXED = '''        self.to(device)                                           # move the model first,
         optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
         optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)'''
-#: One bug each, as the notebook's script plants it: (what the fixed line is, what the bug makes of it, the feedback).
+#: One bug each, as the notebook's script plants it: (what the fixed line is, what the bug makes of it, the feedback,
+#: the misconception code).
 CAPSTONE_BUGS = {
     "input never moved": ("inputs, labels = inputs.to(device), labels.to(device)", "labels = labels.to(device)",
-                          "Bug: an input never moved"),
+                          "Bug: an input never moved", "07.batch-not-moved"),
     "labels never moved": ("inputs, labels = inputs.to(device), labels.to(device)", "inputs = inputs.to(device)",
-                           "Bug: the labels never moved"),
+                           "Bug: the labels never moved", "07.batch-not-moved"),
     "tensor made in forward": ("torch.linspace(0.5, 1.0, x.shape[1], device=x.device)",
-                               "torch.linspace(0.5, 1.0, x.shape[1])", "Bug: a tensor made in `forward`"),
+                               "torch.linspace(0.5, 1.0, x.shape[1])", "Bug: a tensor made in `forward`",
+                               "06.tensor-made-in-forward"),
     "plain attribute": ('self.register_buffer("mean", torch.zeros(features))', "self.mean = torch.zeros(features)",
-                        "Bug: a plain tensor attribute. `self.mean`"),
+                        "Bug: a plain tensor attribute. `self.mean`", "06.plain-tensor-attribute"),
     "optimizer state loaded before the move": (
         _ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
         optimizer.load_state_dict(checkpoint["optimizer"])
-        self.to(device)''', "Bug: the optimizer was built before the move"),
+        self.to(device)''', "Bug: the optimizer was built before the move", "07.optimizer-before-move"),
     "loss weight on the CPU": ("torch.tensor([1.0, 2.0, 1.0], device=device)", "torch.tensor([1.0, 2.0, 1.0])",
-                               "Bug: the loss weight"),
-    ".item() every step": ("total += loss.detach()", "total += loss.item()", "Bug: a value read every step"),
+                               "Bug: the loss weight", "07.loss-weight-on-cpu"),
+    ".item() every step": ("total += loss.detach()", "total += loss.item()", "Bug: a value read every step",
+                           "07.value-read-every-step"),
     ".cpu() every step": ("total += loss.detach()", "total += loss.detach().cpu().to(device)",
-                          "read 4 values back from the device (.cpu())"),
+                          "read 4 values back from the device (.cpu())", "07.value-read-every-step"),
 }
 
 
@@ -577,14 +590,14 @@ def capstone(*edits):
 
 
 def test_capstone_reference_passes():
-    result = cu.check("07.capstone", capstone())
-    assert result.passed and "all six bugs" in result.feedback, result.feedback
+    result = passes("07.capstone", capstone())
+    assert "all six bugs" in result.feedback, result.feedback
 
 
 @pytest.mark.parametrize("bug", list(CAPSTONE_BUGS))
 def test_capstone_catches_each_bug_alone(bug):
-    fixed, broken, says = CAPSTONE_BUGS[bug]
-    result = fails_saying("07.capstone", capstone((fixed, broken)), says)
+    fixed, broken, says, code = CAPSTONE_BUGS[bug]
+    result = fails_saying("07.capstone", capstone((fixed, broken)), says, code)
     assert "Traceback" not in result.feedback
 
 
@@ -605,7 +618,7 @@ def test_capstone_stub_is_not_attempted_and_its_first_bug_is_named_once_the_rais
     stub = _notebook_stub()
     assert cu.check("07.capstone", _define(stub)).status == "not attempted"
     lines = [line for line in stub.splitlines() if line.strip() != "raise NotImplementedError"]
-    fails_saying("07.capstone", _define("\n".join(lines)), "Bug: an input never moved")
+    fails_saying("07.capstone", _define("\n".join(lines)), "Bug: an input never moved", "07.batch-not-moved")
 
 
 def test_capstone_stub_has_each_bug_the_checks_name():
@@ -614,32 +627,32 @@ def test_capstone_stub_has_each_bug_the_checks_name():
     fixes = [
         ("            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)",
          "            inputs, labels = inputs.to(device), labels.to(device)\n"
-         "            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)", "plain tensor attribute"),
+         "            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)", "plain tensor attribute",
+         "06.plain-tensor-attribute"),
         ("self.mean = torch.zeros(features)", 'self.register_buffer("mean", torch.zeros(features))',
-         "made in `forward`"),
+         "made in `forward`", "06.tensor-made-in-forward"),
         ("torch.linspace(0.5, 1.0, x.shape[1])", "torch.linspace(0.5, 1.0, x.shape[1], device=x.device)",
-         "the loss weight"),
+         "the loss weight", "07.loss-weight-on-cpu"),
         ("torch.tensor([1.0, 2.0, 1.0])", "torch.tensor([1.0, 2.0, 1.0], device=device)",
-         "built before the move"),
+         "built before the move", "07.optimizer-before-move"),
         ('''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
         self.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         self.to(device)''', '''        self.load_state_dict(checkpoint["model"])
         self.to(device)
         optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
-        optimizer.load_state_dict(checkpoint["optimizer"])''', "a value read every step"),
-        ("total = 0.0", "total = torch.zeros((), device=device)", None),
+        optimizer.load_state_dict(checkpoint["optimizer"])''', "a value read every step", "07.value-read-every-step"),
+        ("total = 0.0", "total = torch.zeros((), device=device)", None, ""),
     ]
-    for old, new, next_says in fixes:
+    for old, new, next_says, code in fixes:
         assert old in stub, old
         stub = stub.replace(old, new)
         if next_says is None:
             stub = stub.replace("total += loss.item()", "total += loss.detach()")
             stub = stub.replace("return optimizer, torch.tensor(total)", "return optimizer, total")
-            result = cu.check("07.capstone", _define(stub))
-            assert result.passed, result.feedback
+            passes("07.capstone", _define(stub))
         else:
-            fails_saying("07.capstone", _define(stub), next_says)
+            fails_saying("07.capstone", _define(stub), next_says, code)
 
 
 @pytest.mark.parametrize("edits", [
@@ -652,26 +665,34 @@ def test_capstone_stub_has_each_bug_the_checks_name():
                                                                 "total = total + loss.detach()")],
 ])
 def test_capstone_accepts_other_correct_fixes(edits):
-    result = cu.check("07.capstone", capstone(*edits))
-    assert result.passed, result.feedback
+    passes("07.capstone", capstone(*edits))
 
 
-@pytest.mark.parametrize("edits, says", [
-    ([("total += loss.detach()", "total += loss")], "requires grad"),
-    ([("return optimizer, total", "return total")], "return two things"),
-    ([("return optimizer, total", "return None, total")], "not the optimizer"),
-    ([("return optimizer, total", "return optimizer, 1.5")], "not a 0-dim tensor"),
-    ([("return optimizer, total", "return optimizer, total.cpu()")], "without `.item()` or `.cpu()`"),
-    ([("optimizer.load_state_dict(checkpoint[\"optimizer\"])", "pass")], "never loaded"),
+@pytest.mark.parametrize("edits, says, code", [
+    ([("total += loss.detach()", "total += loss")], "requires grad", "07.total-keeps-graph"),
+    ([("return optimizer, total", "return total")], "return two things", "any.wrong-type"),
+    ([("return optimizer, total", "return None, total")], "not the optimizer", "any.wrong-type"),
+    ([("return optimizer, total", "return optimizer, 1.5")], "not a 0-dim tensor", "07.total-read-back"),
+    ([("return optimizer, total", "return optimizer, total.cpu()")], "without `.item()` or `.cpu()`",
+     "07.total-read-back"),
+    ([("return optimizer, total", "return optimizer, [total]")], "not a 0-dim tensor", "any.not-a-tensor"),
+    ([("return optimizer, total", "return optimizer, total.reshape(1)")], "should be a 0-dim tensor",
+     "any.wrong-shape"),
+    ([("optimizer.load_state_dict(checkpoint[\"optimizer\"])", "pass")], "never loaded",
+     "07.optimizer-state-not-loaded"),
     ([('self.register_buffer("mean", torch.zeros(features))', "self.mean = nn.Parameter(torch.zeros(features))")],
-     "exactly the parameters"),
-    ([("super().__init__()\n        ", "")], "Classifier()"),
-    ([("def fit(", "def train_model(")], "no `fit` method"),
-    ([(", weight=class_weights", "")], "differs from the reference"),
-    ([("total += loss.detach()", "total += loss.detach() / 4")], "mean of the losses"),
+     "exactly the parameters", "06.constant-as-parameter"),
+    ([("nn.Linear(features, classes)", "nn.Sequential(nn.Linear(features, classes))")], "exactly the parameters",
+     "07.script-structure-changed"),
+    ([("super().__init__()\n        ", "")], "Classifier()", "any.raised"),          # nn.Module refuses the layer
+    ([("def fit(", "def train_model(")], "no `fit` method", "07.script-structure-changed"),
+    ([("inputs.to(device), labels.to(device)", "inputs.to(device) * torch.full((8,), 0.5), labels.to(device)")],
+     "A tensor that `fit` made without a device", "07.made-in-fit-without-device"),
+    ([(", weight=class_weights", "")], "differs from the reference", "07.changed-the-arithmetic"),
+    ([("total += loss.detach()", "total += loss.detach() / 4")], "mean of the losses", "07.mean-not-sum"),
 ])
-def test_capstone_other_mistakes_get_specific_feedback(edits, says):
-    fails_saying("07.capstone", capstone(*edits), says)
+def test_capstone_other_mistakes_get_specific_feedback(edits, says, code):
+    fails_saying("07.capstone", capstone(*edits), says, code)
 
 
 @pytest.mark.parametrize("edits", [
@@ -692,9 +713,29 @@ def test_capstone_hostile_answers_fail_kindly(edits):
     assert result.status == "failed" and result.feedback and "Traceback" not in result.feedback, result.feedback
 
 
+def test_capstone_without_super_init_is_named():
+    class Classifier(nn.Module):
+        def __init__(self):
+            pass                                     # no super().__init__(): nn.Module is not set up
+
+        def fit(self, batches, device, checkpoint):
+            return None
+    fails_saying("07.capstone", Classifier, "not a working nn.Module", "06.no-super-init")
+
+
 def test_capstone_not_a_module_fails_kindly():
     class Classifier:
         def fit(self, batches, device, checkpoint):
             return None
     result = cu.check("07.capstone", Classifier)
     assert result.status == "failed" and "nn.Module" in result.feedback
+    assert result.code == "07.script-structure-changed"
+
+
+def test_every_lesson_code_is_asserted_here():
+    """Each misconception lesson 07 defines is the expected code of at least one test above."""
+    from pathlib import Path
+    from course_utils import misconceptions
+    source = Path(__file__).read_text()
+    codes = [code for code in misconceptions.registry() if code.startswith("07.")]
+    assert codes and not [code for code in codes if f'"{code}"' not in source]

@@ -368,16 +368,17 @@ def strips_all_repeats(state_dict, prefix="module."):
     return out
 
 
-@pytest.mark.parametrize("answer, says", [
-    (strips_everywhere, "only where a key starts with it"),
-    (strips_in_place, "changed the dict it was given"),
-    (strips_fixed_length, "_orig_mod."),
-    (copies_values, "Keep every value as it is"),
-    (strips_all_repeats, "only once"),
+@pytest.mark.parametrize("answer, says, code", [
+    (strips_everywhere, "only where a key starts with it", "08.prefix-not-removed-once-at-start"),
+    (strips_in_place, "changed the dict it was given", "08.state-dict-changed-in-place"),
+    (strips_fixed_length, "_orig_mod.", "08.prefix-not-removed-once-at-start"),
+    (copies_values, "Keep every value as it is", "08.copied-values"),
+    (strips_all_repeats, "only once", "08.prefix-not-removed-once-at-start"),
 ])
-def test_strip_prefix_mistakes(answer, says):
+def test_strip_prefix_mistakes(answer, says, code):
     result = cu.check("08.strip_prefix", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_strip_prefix_reference_and_alternatives_pass():
@@ -393,7 +394,7 @@ def test_strip_prefix_reference_and_alternatives_pass():
 
     for answer in (cu.exercises.get_exercise("08.strip_prefix").reference, with_removeprefix, with_torch):
         result = cu.check("08.strip_prefix", answer)   # PyTorch's own function reorders keys: order is free
-        assert result.passed, result.feedback
+        assert result.passed and result.code == "", result.feedback
 
 
 # --- 08.bad_labels ---------------------------------------------------------------------------------
@@ -451,22 +452,24 @@ def returns_tensor_items(labels, num_classes, ignore_index=-100):
     return list(_refused(labels, num_classes, ignore_index).nonzero().flatten())
 
 
-@pytest.mark.parametrize("answer, says", [
-    (only_too_large, "negative labels"),
-    (off_by_one, "equal to num_classes"),
-    (returns_tensor, "plain list of Python ints"),
-    (returns_values, "the bad positions are"),
-    (clamps_in_place, "changed the labels"),
-    (reports_the_ignore_index, "the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels"),
-    (no_ignore_index_parameter, "Your function takes no `ignore_index`"),
-    (hardcodes_minus_100, "holds -1, the `ignore_index`"),
-    (always_equal_list, "plain `list` of ints"),
-    (returns_a_tuple, "you returned a tuple"),
-    (returns_tensor_items, "your list holds tensors"),
+@pytest.mark.parametrize("answer, says, code", [
+    (only_too_large, "negative labels", "08.wrong-label-range"),
+    (off_by_one, "equal to num_classes", "08.wrong-label-range"),
+    (returns_tensor, "plain list of Python ints", "any.wrong-type"),
+    (returns_values, "the bad positions are", "08.wrong-label-range"),
+    (clamps_in_place, "changed the labels", "08.labels-changed-in-place"),
+    (reports_the_ignore_index, "the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels",
+     "08.ignore-index-reported"),
+    (no_ignore_index_parameter, "Your function takes no `ignore_index`", "08.no-ignore-index-parameter"),
+    (hardcodes_minus_100, "holds -1, the `ignore_index`", "08.ignore-index-reported"),
+    (always_equal_list, "plain `list` of ints", "any.wrong-type"),
+    (returns_a_tuple, "you returned a tuple", "any.wrong-type"),
+    (returns_tensor_items, "your list holds tensors", "any.wrong-type"),
 ])
-def test_bad_labels_mistakes(answer, says):
+def test_bad_labels_mistakes(answer, says, code):
     result = cu.check("08.bad_labels", answer)
     assert not result.passed and says in result.feedback, result.feedback
+    assert result.code == code, (result.code, result.feedback)
 
 
 def test_bad_labels_reference_and_alternatives_pass():
@@ -475,7 +478,7 @@ def test_bad_labels_reference_and_alternatives_pass():
 
     for answer in (cu.exercises.get_exercise("08.bad_labels").reference, loop):
         result = cu.check("08.bad_labels", answer)
-        assert result.passed, result.feedback
+        assert result.passed and result.code == "", result.feedback
 
 
 def test_bad_labels_never_requires_the_ignore_index():

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from ..exercises import exercise_ids, get_exercise
+from ..misconceptions import NOT_GRADED
 from ..files import atomic_open, write_text_atomic
 from .grader import SubmissionGrade, grade_notebook
 from .reports import gradescope_results
@@ -91,7 +92,7 @@ def _zero(lesson: Optional[str], message: str) -> dict:
     """Results for a submission that cannot be graded: score 0, each exercise listed, the reason said."""
     ids = lesson_exercises(lesson) if lesson and lesson != ALL else []
     tests = [{"name": f"{e}: {get_exercise(e).title}", "number": e, "score": 0, "max_score": get_exercise(e).points,
-              "status": "failed", "output": message, "visibility": "visible"} for e in ids]
+              "status": "failed", "output": message, "visibility": "visible", "tags": [NOT_GRADED]} for e in ids]
     return {"score": 0, "output": message, "tests": tests}
 
 

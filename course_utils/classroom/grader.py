@@ -8,8 +8,9 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
+from .. import misconceptions
 from ..exercises import get_exercise
 from ..results import FAILED, PASSED
 from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
@@ -34,11 +35,12 @@ class Row:
     max_points: int
     passed: bool
     feedback: str
+    code: str = ""  # the misconception the feedback names (course_utils.misconceptions); "" when passed
 
     def values(self) -> tuple[str, ...]:
         """The row as CSV fields, in :data:`CSV_HEADER` order."""
         return (self.submission, self.exercise, str(self.points), str(self.max_points),
-                "true" if self.passed else "false", self.feedback)
+                "true" if self.passed else "false", self.feedback, self.code)
 
 
 @dataclass
@@ -56,6 +58,7 @@ class SubmissionGrade:
     rows: list[Row]
     note: str = ""
     events: list[str] = field(default_factory=list)
+    note_code: str = ""  # the misconception code of ``note`` (tampering, a time limit...)
 
     @property
     def points(self) -> int:
@@ -76,20 +79,34 @@ class SubmissionGrade:
         """The ``TOTAL`` row: sums, ``passed`` when every exercise passed."""
         feedback = self.note or f"{self.passed} of {len(self.rows)} exercises passed"
         return Row(self.submission, TOTAL, self.points, self.max_points,
-                   bool(self.rows) and self.passed == len(self.rows) and not self.note, feedback)
+                   bool(self.rows) and self.passed == len(self.rows) and not self.note, feedback, self.note_code)
 
 
-def _grade_of(submission: str, exercises: list[str], decided: dict[str, tuple[str, str]], note: str = "",
-              events: Optional[list[str]] = None) -> SubmissionGrade:
-    """The grade: a row per exercise (``decided``: exercise -> (status, feedback)), none passed when
-    ``note`` says why the whole submission was not graded."""
-    rows = []
+class Decision(NamedTuple):
+    """How one exercise of a submission was decided: ``status``, ``feedback`` and the misconception ``code``."""
+
+    status: str
+    feedback: str
+    code: str
+
+
+def _failed(feedback: str, code: str) -> Decision:
+    return Decision(FAILED, feedback, code)
+
+
+def _grade_of(submission: str, exercises: list[str], decided: dict[str, Decision], note: str = "",
+              events: Optional[list[str]] = None, note_code: str = "") -> SubmissionGrade:
+    """The grade: a row per exercise (``decided``: exercise -> :class:`Decision`), none passed when
+    ``note`` says why the whole submission was not graded (``note_code``: its code)."""
+    rows, whole = [], note_code or misconceptions.NOT_GRADED
     for ex_id in exercises:
         ex = get_exercise(ex_id)
-        status, feedback = decided.get(ex_id, (FAILED, note or "Not graded."))
+        status, feedback, code = decided.get(ex_id, _failed(note or "Not graded.", whole))
         passed = status == PASSED and not note
-        rows.append(Row(submission, ex_id, ex.points if passed else 0, ex.points, passed, clean(feedback)))
-    return SubmissionGrade(submission, rows, clean(note) if note else "", sorted(set(events or [])))
+        rows.append(Row(submission, ex_id, ex.points if passed else 0, ex.points, passed, clean(feedback),
+                        "" if passed else (whole if note else code or misconceptions.WRONG_VALUE)))
+    return SubmissionGrade(submission, rows, clean(note) if note else "", sorted(set(events or [])),
+                           note_code if note else "")
 
 
 @dataclass
@@ -102,13 +119,13 @@ class _Grading:
     nb: dict = field(default_factory=dict)
     cells: list[AnswerCell] = field(default_factory=list)  # its answer cells; then what the workers run
     exercises: list[str] = field(default_factory=list)  # its lesson's
-    decided: dict[str, tuple[str, str]] = field(default_factory=dict)  # exercise -> (status, feedback)
+    decided: dict[str, Decision] = field(default_factory=dict)  # exercise -> how it was decided
     events: list[str] = field(default_factory=list)
     final: Optional[SubmissionGrade] = None  # the whole submission's grade, once a step has decided it
 
-    def end(self, note: str, event: str) -> None:
-        """Decide the whole submission: not graded, for the reason ``note``."""
-        self.final = _grade_of(self.path, self.exercises, {}, note, [event])
+    def end(self, note: str, event: str, code: str = misconceptions.NOT_GRADED) -> None:
+        """Decide the whole submission: not graded, for the reason ``note`` (``code``: its misconception code)."""
+        self.final = _grade_of(self.path, self.exercises, {}, note, [event], code)
 
 
 def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] = None) -> SubmissionGrade:
@@ -129,7 +146,7 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
         step(grading)
         if grading.final is not None:
             return grading.final
-    decided = {e: _unseen_names(status, feedback) for e, (status, feedback) in grading.decided.items()}
+    decided = {e: _unseen_names(d) for e, d in grading.decided.items()}
     return _grade_of(path, grading.exercises, decided, events=grading.events)
 
 
@@ -174,8 +191,9 @@ def _select_cells(g: _Grading) -> None:
     for ex_id in g.exercises:
         if not any(c.exercise == ex_id for c in answers) and not any(get_exercise(ex_id).name in defines(c.source)
                                                                       for c in own):
-            g.decided[ex_id] = (FAILED, "Answer cell missing: the notebook has no cell marked as the answer to "
-                                        f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere)
+            g.decided[ex_id] = _failed("Answer cell missing: the notebook has no cell marked as the answer to "
+                                       f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere,
+                                       misconceptions.MISSING)
     g.cells = sorted(answers + own + checked_after(g.nb, answers, own, g.exercises))
 
 
@@ -186,21 +204,22 @@ def _static_checks(g: _Grading) -> None:
     unrunnable = {c.index: why_unrunnable(c.source) for c in g.cells}
     for c in g.cells:
         if unrunnable[c.index] and c.exercise not in g.decided:
-            g.decided[c.exercise] = (FAILED, unrunnable[c.index])
+            g.decided[c.exercise] = _failed(unrunnable[c.index], misconceptions.CELL_ERROR)
             g.events.append(f"{c.exercise}: unreadable answer cell")
     g.cells = [c for c in g.cells if not unrunnable[c.index]]
     for c in g.cells:
         construct = reaches_into_course(c.source)
         if construct and c.exercise == OWN_CELL:
             for other in g.exercises:
-                g.decided.setdefault(other, (FAILED, f"Not graded: a cell your answers use reads the call stack "
-                                                     f"(`{construct}`), where the checker keeps the expected "
-                                                     "answers. Solve the exercises with your own code."))
+                g.decided.setdefault(other, _failed(f"Not graded: a cell your answers use reads the call stack "
+                                                    f"(`{construct}`), where the checker keeps the expected "
+                                                    "answers. Solve the exercises with your own code.",
+                                                    misconceptions.CALL_STACK))
             g.events.append("a cell of the learner's own reads the checker's frames")
         elif construct and c.exercise not in g.decided:
-            g.decided[c.exercise] = (FAILED, f"Not graded: your answer cell uses `{construct}`, which reads the "
-                                             "call stack, where the checker keeps the expected answers. Solve the "
-                                             "exercise with your own code.")
+            g.decided[c.exercise] = _failed(f"Not graded: your answer cell uses `{construct}`, which reads the "
+                                            "call stack, where the checker keeps the expected answers. Solve the "
+                                            "exercise with your own code.", misconceptions.CALL_STACK)
             g.events.append(f"{c.exercise}: reads the checker's frames")
 
 
@@ -215,8 +234,9 @@ def _run_until_decided(g: _Grading) -> None:
         left = deadline - time.monotonic()
         if left < MIN_RUN_SECONDS:
             for ex_id in to_check:
-                g.decided[ex_id] = (FAILED, f"Not graded: the submission used up its time limit ({g.limits.timeout:g} "
-                                            "s for the whole submission) before this exercise could be checked.")
+                g.decided[ex_id] = _failed(f"Not graded: the submission used up its time limit ({g.limits.timeout:g} "
+                                           "s for the whole submission) before this exercise could be checked.",
+                                           misconceptions.OUT_OF_TIME)
             g.events.append("timed out")
             return
         run = run_worker([c for c in g.cells if c.index not in skip], to_check,
@@ -247,14 +267,16 @@ def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -
                 g.events.append(f"cell {message['index'] + 1} of the learner's own failed ({error.get('kind')})")
         elif kind == Kind.RESULT and message.get("exercise") in to_check:
             stage = None
-            g.decided[message["exercise"]] = (str(message.get("status")), str(message.get("feedback")))
+            code = str(message.get("code") or "")
+            g.decided[message["exercise"]] = Decision(str(message.get("status")), str(message.get("feedback")),
+                                                      code if misconceptions.CODE.match(code) else "")
         elif kind == Kind.TAMPERED:
             changed = [str(c) for c in message.get("changed", [])]
             what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
             where = (f" (in {_cell_name(stage)})" if stage and stage["stage"] == Stage.CELL
                      else f" (while {stage['exercise']} was being checked)" if stage else "")
             g.end(f"Not graded: the submission changes {what}{where}. Answer cells must leave course_utils and "
-                  "PyTorch as they are.", "tampering")
+                  "PyTorch as they are.", "tampering", misconceptions.TAMPERING)
             return stage
     return stage
 
@@ -267,7 +289,7 @@ def _whole_run_lost(g: _Grading, run: Run, stage: Optional[dict]) -> bool:
                  if stage else "")
         g.end(f"Not graded: the submission changes what the grader relies on{where}, and kept the grader from "
               "reading what. Answer cells must leave course_utils, PyTorch and the grader's files as they are.",
-              "tampering")
+              "tampering", misconceptions.TAMPERING)
     elif run.supervisor_lost:
         g.end("Not graded: the process that supervises this submission's run was killed (by the submission "
               "itself, by another one graded at the same time, or by the system). Answer cells must leave the "
@@ -299,7 +321,7 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
     if why:
         left = [e for e in to_check if e not in g.decided]
         for ex_id in left:
-            g.decided[ex_id] = (FAILED, f"Not graded: {why}.")
+            g.decided[ex_id] = _failed(f"Not graded: {why}.", misconceptions.NOT_GRADED)
         if left:
             g.events.append(event)
         return False
@@ -310,9 +332,11 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
         return True
     if stage["stage"] == Stage.CELL:
         skip.add(stage["index"])
-        g.decided.setdefault(ex_id, (FAILED, f"Your answer cell {what}."))
+        g.decided.setdefault(ex_id, _failed(f"Your answer cell {what}.", misconceptions.CELL_ERROR))
     else:
-        g.decided[ex_id] = (FAILED, f"While `{get_exercise(ex_id).name}` was being checked, your code {what}.")
+        g.decided[ex_id] = _failed(f"While `{get_exercise(ex_id).name}` was being checked, your code {what}.",
+                                   misconceptions.TIMEOUT if run.end in (End.TIMEOUT, End.STUCK)
+                                   else misconceptions.RAISED)
     g.events.append(f"{ex_id}: {event}")
     return True
 
@@ -338,14 +362,14 @@ def _own_cells(nb: dict, answers: list[AnswerCell], exercises: list[str], events
 _NOT_DEFINED = "is not defined"
 
 
-def _unseen_names(status: str, feedback: str) -> tuple[str, str]:
+def _unseen_names(d: Decision) -> Decision:
     """A feedback that says a name is not defined, with what the grader runs (a name the learner's
     kernel still has from a deleted cell exists in the notebook, but not for the grader)."""
-    if status != PASSED and _NOT_DEFINED in feedback and "Restart the kernel" not in feedback:
-        feedback += (" The grader runs your answer cells, and the cells of yours that define the names they use; "
-                     "no cell of this notebook defines that name. Restart the kernel and run all cells to see "
-                     "what the grader sees.")
-    return status, feedback
+    if d.status != PASSED and _NOT_DEFINED in d.feedback and "Restart the kernel" not in d.feedback:
+        return d._replace(feedback=d.feedback + (
+            " The grader runs your answer cells, and the cells of yours that define the names they use; no cell of "
+            "this notebook defines that name. Restart the kernel and run all cells to see what the grader sees."))
+    return d
 
 
 def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1, lesson: Optional[str] = None,

@@ -17,7 +17,10 @@ from ..files import atomic_open, is_special, write_text_atomic
 from .grader import TOTAL, Row, SubmissionGrade
 
 
-CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback")
+#: The CSV's columns. ``code`` (last, so that the others keep their places) is the misconception the feedback
+#: names (:mod:`course_utils.misconceptions`), ``""`` for a passed exercise; on a ``TOTAL`` row, the code of
+#: why the whole submission was not graded, if it was not.
+CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback", "code")
 
 
 def csv_rows(grades: Sequence[SubmissionGrade]) -> list[Row]:
@@ -43,6 +46,11 @@ def csv_field(text: str) -> str:
     if any(c in text for c in ',;"\t\r\n'):
         text = '"' + text.replace('"', '""') + '"'
     return text
+
+
+def csv_unescape(text: str) -> str:
+    """A field as :func:`csv_field` was given it (after CSV parsing): the ``'`` before a formula-like start goes."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(_FORMULA_START) else text
 
 
 def _csv_lines(rows: Sequence[Row]) -> str:
@@ -106,15 +114,16 @@ class CsvFile:
 def gradescope_results(grade: SubmissionGrade, execution_time: float | None = None) -> dict:
     """A submission's grade in Gradescope's ``results.json`` format: ``score``, ``output``, one ``tests``
     entry per exercise (``name``, ``number``, ``score``, ``max_score``, ``status``, ``output``,
-    ``visibility``), ``execution_time`` in seconds when given, and the submission's path in ``extra_data``."""
+    ``visibility``, and ``tags``: the misconception code, for a failed one), ``execution_time`` in seconds when
+    given, and the submission's path in ``extra_data``."""
     tests = []
     for row in grade.rows:
         ex = get_exercise(row.exercise)
         tests.append({"name": f"{row.exercise}: {ex.title}", "number": row.exercise, "score": row.points,
                       "max_score": row.max_points, "status": "passed" if row.passed else "failed",
-                      "output": row.feedback, "visibility": "visible"})
+                      "output": row.feedback, "visibility": "visible", "tags": [row.code] if row.code else []})
     results = {"score": grade.points, "output": grade.total().feedback, "tests": tests,
-               "extra_data": {"submission": grade.submission}}
+               "extra_data": {"submission": grade.submission, **({"code": grade.note_code} if grade.note_code else {})}}
     if execution_time is not None:
         results["execution_time"] = max(int(round(execution_time)), 0)
     return results

@@ -43,7 +43,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
-from course_utils import exercises  # noqa: E402
+from course_utils import exercises, misconceptions  # noqa: E402
 from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
@@ -190,7 +190,7 @@ def _forget(namespace: dict, before: set) -> None:
 def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: ReferenceGuard,
                  start: list[Any], timeout: float | None = None) -> dict:
     """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's
-    default when ``None``); returns ``{"status", "feedback"}``.
+    default when ``None``); returns ``{"status", "feedback", "code"}`` (``code``: the misconception).
 
     The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
@@ -198,17 +198,19 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     """
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error["kind"] in FATAL_CELL_ERRORS:
-        return {"status": FAILED, "feedback": cell_error["message"]}
+        return {"status": FAILED, "feedback": cell_error["message"], "code": misconceptions.CELL_ERROR}
     answer = namespace.get(ex.name, _MISSING)
     if answer is _MISSING:
         prefix = cell_error["message"] + " " if cell_error else "Your answer cell does not define "
         return {"status": FAILED, "feedback": prefix + (f"`{ex.name}` is not defined." if cell_error
-                                                        else f"`{ex.name}`.")}
+                                                        else f"`{ex.name}`."), "code": misconceptions.MISSING}
     uses_reference = {"status": FAILED, "feedback": f"`{ex.name}` uses a course reference solution (your code calls "
-                                                    "one, or runs a copy of its code): write your own code."}
+                                                    "one, or runs a copy of its code): write your own code.",
+                      "code": misconceptions.REFERENCE}
     if guard.is_reference(answer):
         return {"status": FAILED, "feedback": f"`{ex.name}` is a course reference solution (imported, wrapped or "
-                                              "copied from course_utils), not your own code."}
+                                              "copied from course_utils), not your own code.",
+                "code": misconceptions.REFERENCE}
     if ex_id in guard.flagged or OWN_CELL in guard.flagged:  # its answer cell (or a cell of the learner's own
         return uses_reference                                 # that the answers use) ran a copy of a reference
     if taken := _took_frames(guard, ex_id):
@@ -216,17 +218,18 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
             result = exercises.check(ex_id, answer, timeout=timeout)
-        status, feedback = str(result.status), str(result.feedback)
+        status, feedback, code = str(result.status), str(result.feedback), str(result.code)
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
-                                              "which ended the check. Make sure it returns normally."}
+                                              "which ended the check. Make sure it returns normally.",
+                "code": misconceptions.RAISED}
     if ex_id in guard.flagged or OWN_CELL in guard.flagged:
         return uses_reference
     if taken := _took_frames(guard, ex_id):
         return taken
     if cell_error:
         feedback += f" (Note: {cell_error['message'][0].lower()}{cell_error['message'][1:]})"
-    return {"status": status, "feedback": feedback}
+    return {"status": status, "feedback": feedback, "code": code}
 
 
 def _took_frames(guard: ReferenceGuard, ex_id: str) -> dict | None:
@@ -237,7 +240,7 @@ def _took_frames(guard: ReferenceGuard, ex_id: str) -> dict | None:
         return None
     return {"status": FAILED, "feedback": f"Not graded: your code took a frame of the call stack while it ran "
                                           f"(`{what}`), and the checker keeps the expected answers there. Solve "
-                                          "the exercise with your own code."}
+                                          "the exercise with your own code.", "code": misconceptions.CALL_STACK}
 
 
 def _isolate(memory_mb: int) -> None:

@@ -5,6 +5,7 @@ from typing import Callable
 
 import torch
 
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import (Wrong, a_tensor, call, expect_int, expect_like, expect_tensor, safe_repr, same_values,
                        sample_tensors)
@@ -57,6 +58,36 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
+COUNTED_ELEMENTS = misconceptions.define(
+    "01.counted-elements", "Counted elements, not bytes",
+    "Believes `t.numel()` is a tensor's size in memory; it counts elements, and each element takes "
+    "`t.element_size()` bytes (1 to 8, by dtype), so the bytes are `t.numel() * t.element_size()`.",
+    section=("01_tensors", "Pitfalls"),
+    question="`torch.zeros(1000, dtype=torch.float64)` has 1000 elements. How many bytes do they take, and in "
+             "`int8`?")
+BYTES_OF_ONE_ELEMENT = misconceptions.define(
+    "01.bytes-of-one-element", "Returned the bytes of one element",
+    "Believes `t.element_size()` is the size of the whole tensor; it is the size of ONE element of its dtype "
+    "(4 for `float32`), whatever the shape, and must be multiplied by `t.numel()`.",
+    section=("01_tensors", "3. How many bytes?"),
+    question="What do `torch.zeros(3).element_size()` and `torch.zeros(3000).element_size()` return, and why "
+             "the same?")
+ASSUMED_4_BYTES = misconceptions.define(
+    "01.assumed-4-bytes", "Assumed 4 bytes per element",
+    "Believes every element takes 4 bytes (true of `float32` only); the size depends on the dtype: 8 for "
+    "`float64` and `int64`, 2 for `float16` and `bfloat16`, 1 for `int8`, `uint8` and `bool`.",
+    section=("01_tensors", "3. How many bytes?"),
+    question="Which dtypes printed in section 3 take 4 bytes per element, and which do not?")
+COUNTED_STORAGE = misconceptions.define(
+    "01.counted-storage", "Counted the storage behind a view",
+    "Believes `t.untyped_storage().nbytes()` is the tensor's own size; it is the block of memory behind it, "
+    "which a view such as `base[::2]` shares with its base (larger than the view); an `expand`ed tensor shows "
+    "one stored element many times (its storage is smaller than it).",
+    section=("01_tensors", "3. How many bytes?"),
+    question="`every_other = base[::2]` for ten `float32`s: how many bytes are its elements, and how many bytes "
+             "does its storage hold?")
+
+
 @grader("01.nbytes", reference=nbytes, title="How many bytes?", hints=(
     "The storage is the wrong number for a view. Which two facts about `t` itself decide how many bytes a copy "
     "of its elements takes? Sections 2 and 3 printed both.",
@@ -71,22 +102,24 @@ def _grade_nbytes(fn: Callable) -> str:
         want = nbytes(t)
         got = expect_int(call(fn, t, context=f"{a_tensor(t)}"), f"For {a_tensor(t)}", want=want)
         if got != want:
-            raise Wrong(f"For {a_tensor(t)} the answer is {want} bytes, you returned {got}. "
-                        + _nbytes_diagnosis(t, got))
+            advice, code = _nbytes_diagnosis(t, got)
+            raise Wrong(f"For {a_tensor(t)} the answer is {want} bytes, you returned {got}. " + advice, code)
     return f"Right on {len(cases)} tensors: every shape (even 0-d and empty), dtype, device and view."
 
 
-def _nbytes_diagnosis(t: torch.Tensor, got: int) -> str:
+def _nbytes_diagnosis(t: torch.Tensor, got: int) -> tuple[str, str]:
+    """The advice for a wrong byte count, and the code of the mistake it names."""
     if got == t.numel():
-        return "That is the number of elements: multiply by the bytes per element."
+        return "That is the number of elements: multiply by the bytes per element.", COUNTED_ELEMENTS
     if got == t.element_size():
-        return "That is the size of one element: multiply by the number of elements."
+        return "That is the size of one element: multiply by the number of elements.", BYTES_OF_ONE_ELEMENT
     if got == t.numel() * 4:
-        return "You assumed 4 bytes per element (float32); other dtypes differ: use `t.element_size()`."
+        return ("You assumed 4 bytes per element (float32); other dtypes differ: use `t.element_size()`.",
+                ASSUMED_4_BYTES)
     if t.device.type != "meta" and got == t.untyped_storage().nbytes():
         return ("That is the size of the whole storage; this tensor is a view of part of it. "
-                "Count only the tensor's own elements.")
-    return "Bytes = number of elements x bytes per element."
+                "Count only the tensor's own elements.", COUNTED_STORAGE)
+    return "Bytes = number of elements x bytes per element.", misconceptions.WRONG_VALUE
 
 
 # --- exercise 01.blank_like ------------------------------------------------------------------
@@ -94,6 +127,29 @@ def _nbytes_diagnosis(t: torch.Tensor, got: int) -> str:
 def blank_like(t):
     """A zero tensor with the same shape, dtype and device as ``t``."""
     return torch.zeros_like(t)
+
+
+CHANGED_INPUT = misconceptions.define(
+    "01.changed-input-in-place", "Zeroed the input in place",
+    "Believes an in-place method such as `t.zero_()` gives a new tensor; a method ending in `_` changes `t` "
+    "itself and returns `t`, so the caller's data is wiped. A new tensor comes from a factory function "
+    "(`torch.zeros_like(t)`).",
+    section=("01_tensors", "5. Zeros like another tensor"),
+    question="After `z = t.zero_()`, is `z` a new tensor? What happened to the `t` the caller passed in?")
+IGNORED_INPUT_DEVICE = misconceptions.define(
+    "01.ignored-input-device", "Zeros made on the default device, not on `t`'s",
+    "Believes a tensor made with `t`'s shape (`torch.zeros(t.shape)`) is created where `t` lives, or hard-codes "
+    "a device; a factory function uses the default device (the CPU unless changed) unless given "
+    "`device=t.device`, while `torch.zeros_like(t)` and `t.new_zeros(...)` take `t`'s device.",
+    section=("01_tensors", "4. Where new tensors are created"),
+    question="`t` lives on `meta`. Where does `torch.zeros(t.shape)` live, and what makes zeros on `t`'s device?")
+TIMES_ZERO = misconceptions.define(
+    "01.multiplied-by-zero", "Made zeros with `t * 0`",
+    "Believes `t * 0` is always zero; in floating point `inf * 0` and `nan * 0` are NaN (and `bool * 0` is "
+    "`int64`). A factory function such as `torch.zeros_like(t)` makes real zeros without reading `t`'s values.",
+    section=("01_tensors", "5. Zeros like another tensor"),
+    question="What is `torch.tensor([float('inf'), float('nan'), -1.0]) * 0`, and why do helper zeros not "
+             "come from arithmetic on `t`?")
 
 
 @grader("01.blank_like", reference=blank_like, title="Zeros, right where you need them", hints=(
@@ -111,17 +167,28 @@ def _grade_blank_like(fn: Callable) -> str:
         before = t.clone()
         got = expect_tensor(call(fn, t, context=f"{a_tensor(t)}"), f"For {a_tensor(t)}, your result")
         if got is t:
-            raise Wrong("You returned the input tensor itself. Return a new tensor of zeros.")
+            raise Wrong("You returned the input tensor itself. Return a new tensor of zeros.", CHANGED_INPUT)
         if not same_values(t, before):
             raise Wrong("Your function changed its input (an in-place op such as `zero_()`?). "
-                        "Leave `t` alone and return a new tensor.")
+                        "Leave `t` alone and return a new tensor.", CHANGED_INPUT)
         expect_like(got, t, f"For {a_tensor(t)}",
                     device=f"The input was on `{t.device}` but your zeros are on `{got.device}`. "
                            "`torch.zeros(shape, dtype=...)` uses the default device; make the zeros on "
                            "`t`'s device (e.g. `torch.zeros_like(t)`).",
-                    dtype="Pass the dtype along too, or use a `*_like` function.")
+                    dtype="Pass the dtype along too, or use a `*_like` function.",
+                    device_code=IGNORED_INPUT_DEVICE)
         if got.device.type != "meta" and got.numel() and bool((got != 0).any()):
             raise Wrong(f"For {a_tensor(t)} your result is not all zeros "
                         f"(it contains {safe_repr(got.flatten()[(got != 0).flatten()][:3].tolist())}). "
-                        "Note that `t * 0` is NaN where `t` is inf or NaN.")
+                        "Note that `t * 0` is NaN where `t` is inf or NaN.", _not_zeros_code(t, got))
     return f"Right on {len(cases)} tensors, on {', '.join(sorted({c.device.type for c in cases}))}."
+
+
+def _not_zeros_code(t: torch.Tensor, got: torch.Tensor) -> str:
+    """:data:`TIMES_ZERO` when the only non-zeros are NaN where ``t`` is inf or NaN (what `t * 0` gives), else the
+    generic code (``got`` has ``t``'s device, shape and dtype)."""
+    if not (got.dtype.is_floating_point or got.dtype.is_complex):
+        return misconceptions.WRONG_VALUE
+    off = got != 0
+    return TIMES_ZERO if bool(got[off].isnan().all()) and not bool(t[off].isfinite().any()) \
+        else misconceptions.WRONG_VALUE

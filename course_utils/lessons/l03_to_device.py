@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from .. import device as _device
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_tensor, is_tensor, random_tensor,
                        safe_repr, same_values)
@@ -80,6 +81,111 @@ add_quiz(
 
 
 # --- exercise 03.to_device -------------------------------------------------------------------
+
+TO_NOT_ASSIGNED = misconceptions.define(
+    "03.to-not-assigned", "`.to` without keeping the result",
+    "Believes `t.to(device)` moves `t` itself; it returns a moved copy (or `t` itself when nothing changes), so "
+    "the result must be kept: `t = t.to(device)`. `Module.to` is the exception: it moves in place.",
+    section=("03_to_device", "1. Moving a tensor with `.to`"),
+    question="After `x.to(device)` on a line of its own, where does `x` live? When does `.to` return `x` itself?")
+CHANGED_DTYPE = misconceptions.define(
+    "03.changed-dtype", "Changed the dtype while moving",
+    "Casts the data while moving it (`.float()`, or a dtype passed to `.to`), as if a move needed one; "
+    "`.to(device)` keeps the dtype, converting only when given a dtype, and token ids and labels must stay "
+    "integers.",
+    section=("03_to_device", "3. `.to` changes the dtype too"),
+    question="What dtype does `ids.to(device)` have for an `int64` `ids`, and what does `ids.to(device, "
+             "torch.float32)` do to it?")
+CREATED_NOT_MOVED = misconceptions.define(
+    "03.created-instead-of-moved", "Made new tensors instead of moving them",
+    "Believes making a tensor of the same shape on the device (`torch.zeros_like(t, device=...)`, "
+    "`torch.empty(...)`) moves `t`; that allocates a new tensor without `t`'s values, while `t.to(device)` "
+    "copies the values there.",
+    section=("03_to_device", "1. Moving a tensor with `.to`"),
+    question="After `y = x.to(other)`, what does `y` hold that `torch.zeros_like(x, device=other)` does not?")
+MOVED_INPUT_IN_PLACE = misconceptions.define(
+    "03.moved-input-in-place", "Moved the caller's data in place",
+    "Believes moving means changing what the caller passed in (writing moved tensors back into its dict or "
+    "list, or `batch.data = ...`); like `Tensor.to`, the function must leave its input as it was and return "
+    "new containers and tensors, since the caller may still use the originals.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="After `moved = to_device(batch, device)`, what should `batch` still hold, and why build a new "
+             "dict instead of writing into `batch`?")
+TUPLE_TO_LIST = misconceptions.define(
+    "03.tuple-became-list", "Rebuilt a tuple as a list",
+    "Believes any sequence may come back as a list (one list comprehension for lists and tuples); a tuple "
+    "must stay a tuple (`tuple(...)`): code that unpacks it, compares it or uses it as a dict key depends "
+    "on the type.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="A batch is `(inputs, labels)`. Why must `to_device` give back a tuple, and how do you build one "
+             "from moved items?")
+CONTAINER_TYPE = misconceptions.define(
+    "03.container-type-changed", "Returned another kind of container",
+    "Returns a different container than it was given (a dict's values as a list, a generator expression "
+    "`(... for v in obj)` for a tuple); a dict must come back a dict with the same keys, a list a list, a tuple "
+    "a tuple.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="What does `(to_device(v, d) for v in obj)` make: a tuple? What does a dict comprehension give "
+             "that a list of the values loses?")
+CHANGED_KEYS = misconceptions.define(
+    "03.changed-keys", "Changed a dict's keys",
+    "Believes the keys of a batch dict may be renamed, converted or added to; the moved dict must have the "
+    "very same keys, since the model and the code after the move look entries up by them.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="Code after the move reads `moved['inputs']['ids']`. What must `to_device` keep for that to "
+             "work?")
+DROPPED_NON_TENSORS = misconceptions.define(
+    "03.dropped-non-tensors", "Dropped the items that are not tensors",
+    "Believes only tensors belong in the moved batch, so it skips strings, numbers and `None`; they are part "
+    "of the batch (ids, flags, metadata) and must come back unchanged, in their places.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="The batch in section 7 has `sample_ids`, a tuple of strings. What should `to_device` do with "
+             "it?")
+NUMBER_TO_TENSOR = misconceptions.define(
+    "03.non-tensor-made-tensor", "Turned a number into a tensor",
+    "Believes everything in a batch must become a tensor on the device; only tensors move, and numbers, "
+    "strings and flags come back as the very same objects (code after the move expects an `int`, not a "
+    "0-d tensor).",
+    section=("03_to_device", "7. Batches with structure"),
+    question="A batch holds `'epoch': 3`. Why should `to_device` leave it an `int` rather than make "
+             "`torch.tensor(3, device=device)`?")
+NO_FALLBACK_RETURN = misconceptions.define(
+    "03.no-fallback-return", "No `return obj` for other values",
+    "Handles tensors, dicts, lists and tuples but has no final `return obj`, so a Python function falls off "
+    "its end and returns `None` for strings, numbers and other objects; anything that is not a tensor or "
+    "container must be returned as it is.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="What does a Python function return when no `return` line runs? What should `to_device('s1', "
+             "device)` return?")
+CHANGED_NON_TENSOR = misconceptions.define(
+    "03.changed-non-tensor", "Copied or changed an item that is not a tensor",
+    "Believes a moved batch needs fresh copies of everything (`copy.deepcopy`, `str(...)`); only tensors "
+    "move, and anything else must come back as the very same object, which the caller may still compare or "
+    "share.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="Why should `to_device` return a string or a custom object as the same object instead of a copy?")
+TOP_LEVEL_ONLY = misconceptions.define(
+    "03.top-level-only", "Moved only the top level",
+    "Moves the tensors directly in the batch but not those inside nested containers; batches nest (a dict "
+    "of dicts, a tuple inside a list), so the function must call itself on every item to handle any depth.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="In section 7's batch, `ids` sits inside `batch['inputs']`. Does moving each tensor found directly "
+             "in `batch` move it?")
+SKIPPED_CONTAINER = misconceptions.define(
+    "03.skipped-a-container-type", "Did not look inside one kind of container",
+    "Handles some containers (say dicts and lists) but returns another kind, often tuples, as it is, with "
+    "the tensors inside left behind; every dict, list and tuple must be rebuilt from moved items.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="A data loader hands out `(inputs, labels)`. What happens to those tensors if `to_device` handles "
+             "only dicts and lists?")
+TENSORS_NOT_MOVED = misconceptions.define(
+    "03.tensors-not-moved", "Moved no tensor at all",
+    "Returns the batch's tensors where they were (for example the input itself, or new containers around the "
+    "same tensors); every tensor must go through `.to(device)`, and the results go into what is returned.",
+    section=("03_to_device", "7. Batches with structure"),
+    question="Does rebuilding a dict, `{k: v for k, v in batch.items()}`, move any tensor? What must happen "
+             "to each `v`?")
+
 
 def to_device(obj, device):
     """``obj`` with every tensor in it moved to ``device``; dicts, lists and tuples keep their type."""
@@ -218,13 +324,15 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
     (path, depth, parent container type, input tensor, returned tensor) for every tensor."""
     if isinstance(orig, torch.Tensor):
         if not is_tensor(got):
-            raise Wrong(f"`{path}` was a tensor, but you returned {safe_repr(got)} ({_kind(got)}) in its place.")
+            raise Wrong(f"`{path}` was a tensor, but you returned {safe_repr(got)} ({_kind(got)}) in its place.",
+                        misconceptions.NOT_A_TENSOR)
         got = expect_tensor(got, f"What you returned for `{path}`")
         if got.dtype != orig.dtype:
             raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Move tensors without "
-                        "changing their dtype: `t.to(device)` alone.")
+                        "changing their dtype: `t.to(device)` alone.", CHANGED_DTYPE)
         if got.shape != orig.shape:
-            raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Keep the shape.")
+            raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Keep the shape.",
+                        misconceptions.WRONG_SHAPE)
         tensors.append((path, depth, parent, orig, got))
         return
     if isinstance(orig, (dict, list, tuple)):
@@ -235,46 +343,47 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
             if want is tuple and isinstance(got, list):
                 raise Wrong(f"`{path}` was a tuple and came back as a list. A tuple must stay a tuple: "
                             "build it with `tuple(...)`. Code that unpacks it or uses it as a dict key "
-                            "depends on the type.")
+                            "depends on the type.", TUPLE_TO_LIST)
             raise Wrong(f"`{path}` was {_kind(orig)} and came back as {_kind(got)}: {_show(got, 1)}. "
-                        f"Return the same kind of container: {_kind(orig)}.")
+                        f"Return the same kind of container: {_kind(orig)}.", CONTAINER_TYPE)
         if want is dict:
             keys = {type(k) for k in orig}
             odd = [k for k in got if type(k) not in keys]  # a key of its own class could claim to equal any
             if odd:
                 raise Wrong(f"`{path}` has the key {safe_repr(odd[0])} of type `{type(odd[0]).__name__}`. Keep the "
-                            "keys of the input, as they are.")
+                            "keys of the input, as they are.", CHANGED_KEYS)
             missing = [k for k in orig if k not in got]
             extra = [k for k in got if k not in orig]
             if missing:
                 raise Wrong(f"`{path}` lost the key(s) {', '.join(map(repr, missing))}. Keep every entry: "
-                            "entries that are not tensors come back unchanged.")
+                            "entries that are not tensors come back unchanged.", DROPPED_NON_TENSORS)
             if extra:
-                raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.")
+                raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.",
+                            CHANGED_KEYS)
             for key, value in orig.items():
                 _walk(value, got[key], f"{path}[{key!r}]", depth + 1, target, tensors, untouched, dict)
             return
         if len(got) != len(orig):
             raise Wrong(f"`{path}` had {len(orig)} item(s); yours has {len(got)}. Keep every item: "
-                        "items that are not tensors come back unchanged.")
+                        "items that are not tensors come back unchanged.", DROPPED_NON_TENSORS)
         for i, (value, mine) in enumerate(zip(orig, got)):
             _walk(value, mine, f"{path}[{i}]", depth + 1, target, tensors, untouched, want)
         return
     if got is not orig:
         if isinstance(got, torch.Tensor):
             raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and you turned it into a tensor. "
-                        "Anything that is not a tensor must come back unchanged, as the same object.")
+                        "Anything that is not a tensor must come back unchanged, as the same object.", NUMBER_TO_TENSOR)
         if got is None:
             raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and you returned None for it. "
                         "Did your function forget to `return obj` for things that are not tensors or "
-                        "containers?")
+                        "containers?", NO_FALLBACK_RETURN)
         if type(got) is type(orig):
             raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and came back as a different "
                         f"{type(orig).__name__} object (a copy?). Anything that is not a tensor must come "
-                        "back unchanged, as the same object.")
+                        "back unchanged, as the same object.", CHANGED_NON_TENSOR)
         raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and came back as {safe_repr(got)} "
                     f"({_kind(got)}). Anything that is not a tensor must come back unchanged, as the same "
-                    "object.")
+                    "object.", CHANGED_NON_TENSOR)
 
 
 def _to_device_cases(gen: torch.Generator) -> list[Any]:
@@ -354,7 +463,7 @@ def _grade_to_device(fn: Callable) -> str:
                 raise Wrong(f"Your function changed the structure it was given (in place): after "
                             f"`to_device(batch, {target!r})` with batch = {shown}, `{where}` no longer holds "
                             "what the caller put there. Build and return new containers; leave the input "
-                            "as it was.")
+                            "as it was.", MOVED_INPUT_IN_PLACE)
             tensors: list = []
             untouched: list = []
             _walk(case, got, "batch", 0, norm, tensors, untouched)
@@ -378,27 +487,72 @@ def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, t
             if _to_was_called(fn, (watched_case, target), _tensors(watched_case)):
                 raise Wrong(f"{where}: your code calls `.to(...)` but throws the result away. "
                             "`t.to(device)` does not move `t`; it returns the moved tensor. Use (or "
-                            "`return`) the result: `return obj.to(device)`.")
+                            "`return`) the result: `return obj.to(device)`.", TO_NOT_ASSIGNED)
         if all(d >= 2 for _, d, _, _, _ in stuck) and any(d == 1 for _, d, _, _, _ in moved):
             raise Wrong(f"{where}. You moved only the top level: tensors inside nested containers stayed "
-                        "behind. Let `to_device` call itself on each item, so it handles any depth.")
+                        "behind. Let `to_device` call itself on each item, so it handles any depth.", TOP_LEVEL_ONLY)
         if untouched:
             box, kind = untouched[0]
             raise Wrong(f"{where}: `{box}`, {_kind(kind())}, came back untouched (the very same object), "
                         f"with its tensors still on the CPU. Does your function look inside "
-                        f"{kind.__name__}s? Build a new {kind.__name__} of moved items.")
+                        f"{kind.__name__}s? Build a new {kind.__name__} of moved items.", SKIPPED_CONTAINER)
         if not moved:
             raise Wrong(f"{where}: no tensor was moved to `{norm}`. Call `.to(device)` on every tensor "
-                        "and put the result in what you return.")
-        raise Wrong(f"{where}, for batch = {shown} and device {target!r}.")
+                        "and put the result in what you return.", TENSORS_NOT_MOVED)
+        raise Wrong(f"{where}, for batch = {shown} and device {target!r}.", misconceptions.WRONG_DEVICE)
     if norm.type != "meta":
         for path, _, _, orig, got in tensors:
             if not same_values(got.cpu(), orig.cpu()):
                 raise Wrong(f"`{path}` has different values after the move. `.to(device)` keeps the "
-                            "values; do not create new tensors (such as `torch.zeros_like`).")
+                            "values; do not create new tensors (such as `torch.zeros_like`).", CREATED_NOT_MOVED)
 
 
 # --- exercise 03.prepare ---------------------------------------------------------------------
+
+PARAMS_ONE_BY_ONE = misconceptions.define(
+    "03.params-one-by-one", "Moved the parameters one by one",
+    "Moves a model by hand, parameter by parameter (`p.data = p.data.to(device)`, new `nn.Parameter`s); that "
+    "misses buffers such as BatchNorm's running statistics, and `p.data = ...` cannot move a parameter to "
+    "every device (PyTorch refuses CPU to `meta`). `model.to(device)` moves every parameter and buffer.",
+    section=("03_to_device", "5. Moving a model"),
+    question="A model has a BatchNorm layer. What does `model.to(device)` move that a loop over "
+             "`model.parameters()` does not?")
+MODEL_NOT_MOVED = misconceptions.define(
+    "03.model-not-moved", "Moved the batch but not the model",
+    "Believes moving the data is enough, as if the model followed its inputs; a model computes on the device "
+    "of its parameters, so it must be moved too: `model.to(device)`.",
+    section=("03_to_device", "6. Moving data for a training step"),
+    question="The batch is on the GPU and the model on the CPU. Where would `model(batch)` run, and what happens?")
+BATCH_NOT_MOVED = misconceptions.define(
+    "03.batch-not-moved", "Moved the model but not the batch",
+    "Believes moving the model is enough, as if it pulled its inputs to its device; each batch must be moved "
+    "too (`batch = batch.to(device)`), or the first layer raises a device-mismatch error.",
+    section=("03_to_device", "6. Moving data for a training step"),
+    question="After `model.to(device)`, where is a batch that comes from the data loader, and what does "
+             "`model(batch)` do?")
+COPIED_MODEL = misconceptions.define(
+    "03.copied-model", "Returned a copy of the model",
+    "Believes a model must be copied to be moved (`copy.deepcopy(model).to(device)`), as a tensor's `.to` "
+    "returns a new tensor; `Module.to` moves the module in place and returns the same object, and a copy "
+    "leaves the caller's model, and any optimizer built on it, behind.",
+    section=("03_to_device", "5. Moving a model"),
+    question="What does `model.to(device) is model` give? Why is a moved copy of the model a problem for the "
+             "caller's optimizer?")
+NOT_BOTH_RETURNED = misconceptions.define(
+    "03.not-both-returned", "Did not return both model and batch",
+    "Returns only the model or only the batch, or nothing, as if moving were enough; only `Module.to` works "
+    "in place: the moved batch is a new tensor, and the caller gets it only if it is returned.",
+    section=("03_to_device", "6. Moving data for a training step"),
+    question="`prepare` runs `batch = batch.to(device)` and returns only the model. Where is the caller's "
+             "`batch` now?")
+PAIR_SWAPPED = misconceptions.define(
+    "03.pair-swapped", "Returned `(batch, model)`",
+    "Returns the pair in the wrong order; the caller unpacks `model, batch = prepare(...)`, so the model "
+    "must come first.",
+    section=("03_to_device", "6. Moving data for a training step"),
+    question="The caller writes `model, batch = prepare(model, batch, device)`. What do the two names hold "
+             "if `prepare` returns `(batch, model)`?")
+
 
 def prepare(model, batch, device):
     """Put ``model`` and the tensor ``batch`` on ``device``; return ``(model, batch)``."""
@@ -458,12 +612,12 @@ def _grade_prepare(fn: Callable) -> str:
                     raise Wrong(f"With {context} your code raised {type(e.error).__name__}: "
                                 f"{safe_repr(str(e.error), 160)}\nAssigning `p.data = ...` one parameter "
                                 "at a time cannot move a parameter to every device, and it would miss "
-                                "the buffers anyway. Use `model.to(device)`.") from None
+                                "the buffers anyway. Use `model.to(device)`.", PARAMS_ONE_BY_ONE) from None
                 raise
             m, b = _unpack_prepare(got, model, batch)
             if not same_values(batch, before) or batch.device.type != "cpu":
                 raise Wrong("Your function changed the batch it was given. Leave the input alone and "
-                            "return the moved copy.")
+                            "return the moved copy.", MOVED_INPUT_IN_PLACE)
             _check_model(m, model, norm, context)
             _check_batch(fn, b, model, batch, make, target, norm, context)
     return (f"Right for {len(cases)} model/batch pairs (float and int64 batches, a model with buffers) "
@@ -473,25 +627,28 @@ def _grade_prepare(fn: Callable) -> str:
 
 def _unpack_prepare(got: Any, model: nn.Module, batch: torch.Tensor) -> tuple[Any, Any]:
     if got is None:
-        raise Wrong("Your function returned None. Return both: `return model, batch`.")
+        raise Wrong("Your function returned None. Return both: `return model, batch`.", NOT_BOTH_RETURNED)
     if issubclass(type(got), nn.Module):
         raise Wrong("You returned only the model. The batch you moved is lost: return both, "
-                    "`return model, batch`.")
+                    "`return model, batch`.", NOT_BOTH_RETURNED)
     if is_tensor(got):
-        raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.")
+        raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.",
+                    NOT_BOTH_RETURNED)
     if type(got) not in (tuple, list):
         raise Wrong(f"You returned {safe_repr(got)} ({type(got).__name__}); return a pair, "
-                    "`return model, batch`.")
+                    "`return model, batch`.", misconceptions.WRONG_TYPE)
     if len(got) != 2:
-        raise Wrong(f"You returned {len(got)} item(s); return exactly two: `return model, batch`.")
+        raise Wrong(f"You returned {len(got)} item(s); return exactly two: `return model, batch`.",
+                    misconceptions.WRONG_TYPE)
     m, b = got
     if is_tensor(m) and issubclass(type(b), nn.Module):
-        raise Wrong("You returned `(batch, model)`: the order is `(model, batch)`.")
+        raise Wrong("You returned `(batch, model)`: the order is `(model, batch)`.", PAIR_SWAPPED)
     if not issubclass(type(m), nn.Module):
-        raise Wrong(f"The first item should be the model, but it is {safe_repr(m)} ({type(m).__name__}).")
+        raise Wrong(f"The first item should be the model, but it is {safe_repr(m)} ({type(m).__name__}).",
+                    misconceptions.WRONG_TYPE)
     if not is_tensor(b):
         raise Wrong(f"The second item should be the batch tensor, but it is {safe_repr(b)} "
-                    f"({type(b).__name__}).")
+                    f"({type(b).__name__}).", misconceptions.NOT_A_TENSOR)
     return m, expect_tensor(b, "The second item (the batch)")
 
 
@@ -499,22 +656,23 @@ def _check_model(m: nn.Module, model: nn.Module, norm: torch.device, context: st
     if m is not model:
         raise Wrong("You returned a different model object (a copy?). `model.to(device)` moves the "
                     "model in place and returns that same object: return it. A copy leaves the caller's "
-                    "model, and any optimizer built on it, behind.")
+                    "model, and any optimizer built on it, behind.", COPIED_MODEL)
     params = [(n, p) for n, p in model.named_parameters() if not _on(expect_tensor(p, f"Parameter `{n}`"), norm)]
     buffers = [(n, b) for n, b in model.named_buffers() if not _on(expect_tensor(b, f"Buffer `{n}`"), norm)]
     if params and len(params) == len(list(model.parameters())):
         name, p = params[0]
         raise Wrong(f"With {context}: your model is still on `{p.device}` (parameter `{name}`). You moved "
-                    "the batch but not the model: call `model.to(device)` (it moves the model in place).")
+                    "the batch but not the model: call `model.to(device)` (it moves the model in place).",
+                    MODEL_NOT_MOVED)
     if params:
         name, p = params[0]
         raise Wrong(f"With {context}: parameter `{name}` is still on `{p.device}`. "
-                    "`model.to(device)` moves every parameter and buffer at once.")
+                    "`model.to(device)` moves every parameter and buffer at once.", PARAMS_ONE_BY_ONE)
     if buffers:
         name, b = buffers[0]
         raise Wrong(f"With {context}: the parameters moved but the buffer `{name}` is still on `{b.device}`. "
                     "Moving parameters one by one misses buffers such as BatchNorm's running statistics; "
-                    "`model.to(device)` moves both.")
+                    "`model.to(device)` moves both.", PARAMS_ONE_BY_ONE)
 
 
 def _check_batch(fn: Callable, b: torch.Tensor, model: nn.Module, batch: torch.Tensor,
@@ -526,14 +684,14 @@ def _check_batch(fn: Callable, b: torch.Tensor, model: nn.Module, batch: torch.T
             if _to_was_called(fn, (_new_model(make), watched, target), [watched]):
                 raise Wrong(f"{where}. You called `batch.to(device)` but threw the result away: here "
                             "`.to` returned a new tensor and left `batch` where it was. Write "
-                            "`batch = batch.to(device)`.")
+                            "`batch = batch.to(device)`.", TO_NOT_ASSIGNED)
             raise Wrong(f"{where}. You moved the model but not the batch: the model would then meet a "
-                        "batch on another device. Add `batch = batch.to(device)`.")
-        raise Wrong(f"{where}; move it with `batch.to(device)`.")
+                        "batch on another device. Add `batch = batch.to(device)`.", BATCH_NOT_MOVED)
+        raise Wrong(f"{where}; move it with `batch.to(device)`.", misconceptions.WRONG_DEVICE)
     if b.dtype != batch.dtype:
         raise Wrong(f"With {context}: you returned {describe(b)}. Move the batch without changing its dtype "
-                    "(token ids must stay integers): `batch.to(device)`.")
+                    "(token ids must stay integers): `batch.to(device)`.", CHANGED_DTYPE)
     if b.shape != batch.shape:
-        raise Wrong(f"With {context}: you returned {describe(b)}; keep the batch's shape.")
+        raise Wrong(f"With {context}: you returned {describe(b)}; keep the batch's shape.", misconceptions.WRONG_SHAPE)
     if norm.type != "meta" and not same_values(b.cpu(), batch):
-        raise Wrong(f"With {context}: the batch's values changed. `.to(device)` keeps the values.")
+        raise Wrong(f"With {context}: the batch's values changed. `.to(device)` keeps the values.", CREATED_NOT_MOVED)

@@ -12,11 +12,13 @@ from typing import Callable
 import torch
 
 from .. import device as _device
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Wrong, a_tensor,
                        call, describe, expect_like, expect_tensor, random_tensor, safe_repr, same_values,
                        sample_tensors)
 from ..quizzes import add_quiz
+from .l02_cpu_vs_gpu import NOT_CHECKED
 
 # --- quizzes ---------------------------------------------------------------------------------
 
@@ -131,6 +133,38 @@ def _index_zero_note(fn: Callable) -> str:
 
 # --- exercise 04.to_accelerator ----------------------------------------------------------------
 
+HARD_CODED_CUDA = misconceptions.define(
+    "04.hard-coded-cuda", "Hard-coded `.cuda()` or `'cuda'`",
+    "Believes `.cuda()`, `.to('cuda')` or `'cuda:0'` is how to reach any accelerator; they name CUDA only, so the "
+    "code fails (or skips the GPU) on MPS, XPU or without a GPU. `torch.accelerator.current_accelerator()` names "
+    "whichever accelerator there is, and a function that receives tensors uses their `.device`.",
+    section=("04_cuda", "5. Code that runs anywhere"),
+    question="On a Mac, what does `t.cuda()` do, and what would you write instead so the code runs there too?")
+ONLY_CUDA_COUNTED = misconceptions.define(
+    "04.only-cuda-counted", "Only CUDA counted as an accelerator",
+    "Believes `torch.cuda.is_available()`, or a `.cuda()` that does not fail, says whether there is an "
+    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU (as it does with a "
+    "device chosen once, before the function runs). `torch.accelerator.is_available()` covers every accelerator.",
+    section=("04_cuda", "5. Code that runs anywhere"),
+    question="What does `torch.device('cuda' if torch.cuda.is_available() else 'cpu')` give on a Mac with MPS?")
+FIXED_INDEX = misconceptions.define(
+    "04.fixed-device-index", "`cuda:0` for the current device",
+    "Believes `cuda:0` (or `.cuda(0)`) is the GPU that `.cuda()` means; `.cuda()` and an index-less `cuda` mean "
+    "the current device, which `torch.cuda.set_device(i)` and `with torch.cuda.device(i):` change.",
+    section=("04_cuda", "2. Which GPU?"),
+    question="After `torch.cuda.set_device(1)`, where do `t.cuda()` and `t.to('cuda:0')` put `t`?")
+# `current_accelerator()` without `is_available()`: lesson 02's misconception, met again here (section 5).
+NO_AVAILABILITY_CHECK = NOT_CHECKED
+COPY_WITHOUT_ACCELERATOR = misconceptions.define(
+    "04.copy-without-accelerator", "A copy instead of `t` itself when nothing moves",
+    "Believes returning a copy (`t.clone()`, `t.to('cpu', copy=True)`) is as good as `t` when there is no "
+    "accelerator; the spec asks for `t` itself, as `.cuda()` and `.to` return `t` itself when it is already "
+    "where they would move it, so nothing is copied.",
+    section=("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
+    question="What does `t.cuda()` return when `t` is already on the current GPU, and why should "
+             "`to_accelerator(t)` return `t` itself on a machine without an accelerator?")
+
+
 def to_accelerator(t):
     """Move ``t`` to the current accelerator; without one, return ``t`` itself."""
     if not torch.accelerator.is_available():
@@ -167,7 +201,8 @@ def _grade_to_accelerator(fn: Callable) -> str:
                         f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
                         f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
                         "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
-                        "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn)) from None
+                        "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn),
+                        HARD_CODED_CUDA) from None
                 raise
             got = expect_tensor(got, f"For {a_tensor(t)}, your result")
             if got.device.type == "cpu":
@@ -177,13 +212,14 @@ def _grade_to_accelerator(fn: Callable) -> str:
                     "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
                     "`.cuda()` and falling back, misses every accelerator that is not CUDA (and a device chosen "
                     "once, outside the function, cannot notice one either): ask "
-                    "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.")
+                    "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.",
+                    ONLY_CUDA_COUNTED)
             if got.device.type != fake.type:
                 raise Wrong(
                     f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
                     f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
                     "move to `torch.accelerator.current_accelerator()`."
-                    + _index_zero_note(fn))
+                    + _index_zero_note(fn), HARD_CODED_CUDA)
             _same_meta(t, got)
 
     # 2. No accelerator, on a CPU-only build and on a CUDA build without a GPU (where
@@ -214,13 +250,13 @@ def _grade_to_accelerator(fn: Callable) -> str:
                             raise Wrong(
                                 f"The current device was `{want.device}`, but your function moved the tensor to "
                                 f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
-                                "`torch.cuda.device(i)`: use the accelerator's device without an index.")
+                                "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
                         raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
-                                    f"tensor on `{got.device}`.")
+                                    f"tensor on `{got.device}`.", misconceptions.WRONG_DEVICE)
                     _same_meta(t, got)
                     if got.device.type != "meta" and not same_values(got.cpu(), t):
                         raise Wrong(f"For {a_tensor(t)} your result holds different values: moving must "
-                                    "not change them.")
+                                    "not change them.", misconceptions.WRONG_VALUE)
         checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
     return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
             f"object when there was none{checked_real}.")
@@ -239,26 +275,27 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
                     raise Wrong(
                         f"With no accelerator ({machine.name}, simulated), your function still asked for CUDA and "
                         f"failed with {safe_repr(_error_text(e.error), 160)}.{why} Check "
-                        "`torch.accelerator.is_available()` first, and return `t` unchanged when it is False."
-                    ) from None
+                        "`torch.accelerator.is_available()` first, and return `t` unchanged when it is False.",
+                        NO_AVAILABILITY_CHECK) from None
                 if isinstance(e.error, AttributeError) and "NoneType" in _error_text(e.error):
                     raise Wrong(
                         "With no accelerator your function failed with "
                         f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
                         "returns None when there is none. Check `torch.accelerator.is_available()` first, "
-                        "and return `t` itself when it is False.") from None
+                        "and return `t` itself when it is False.", NO_AVAILABILITY_CHECK) from None
                 raise
             if got is t:
                 continue
             got = expect_tensor(got, f"With no accelerator, for {a_tensor(t)}, your result")
             if got.device != t.device:
                 raise Wrong(f"With no accelerator, your function moved {a_tensor(t)} to `{got.device}`. "
-                            "When `torch.accelerator.is_available()` is False, return `t` itself.")
+                            "When `torch.accelerator.is_available()` is False, return `t` itself.",
+                            misconceptions.WRONG_DEVICE)
             raise Wrong(
                 f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
                 "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
                 "for the same object: a copy costs memory and time and breaks code that expects "
-                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.")
+                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.", COPY_WITHOUT_ACCELERATOR)
 
 
 def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
@@ -267,6 +304,49 @@ def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
 
 
 # --- exercise 04.mask_future -------------------------------------------------------------------
+
+MASK_ELSEWHERE = misconceptions.define(
+    "04.new-tensor-not-on-input-device", "New tensor not made on the input's device",
+    "Believes a new tensor such as `torch.ones(n, n)` ends up where the tensors it meets are, or that 'the "
+    "accelerator' is the right place for it; factory functions allocate on the default device (the CPU unless "
+    "changed), so a function that receives tensors makes new ones with `device=scores.device`.",
+    section=("04_cuda", "6. Functions that receive tensors follow them"),
+    question="After deleting both `.cuda()` calls from `mask_future`, where is the mask made, and why does "
+             "`masked_fill` then fail for GPU scores?")
+MOVED_INPUT = misconceptions.define(
+    "04.moved-input", "Moved the input instead of following it",
+    "Believes a function should move the tensors it receives to the accelerator (or the CPU); that costs a copy "
+    "and leaves the caller's other tensors behind. Inside a function, work on the inputs' device: `scores.device`.",
+    section=("04_cuda", "6. Functions that receive tensors follow them"),
+    question="Why should `mask_future` not call `scores.to(device)`, even when `device` is the GPU?")
+MASK_SECTION = ("04_cuda", "6. Functions that receive tensors follow them › Exercise 04.mask_future")
+MASKED_IN_PLACE = misconceptions.define(
+    "04.masked-in-place", "Masked `scores` in place (`masked_fill_`)",
+    "Believes `masked_fill_` and `masked_fill` do the same; the underscore version changes `scores` itself (and "
+    "returns it), which the caller may still need. The exercise asks for a new tensor: `masked_fill`.",
+    section=MASK_SECTION,
+    question="What is the difference between `scores.masked_fill(m, v)` and `scores.masked_fill_(m, v)`, and what "
+             "does the caller's `scores` hold after each?")
+MASKED_DIAGONAL = misconceptions.define(
+    "04.masked-diagonal", "Masked the diagonal too",
+    "Believes the future starts at the diagonal (`triu()` or `diagonal=0`); position i may look at itself, so "
+    "only column > row is masked: `triu(1)`.",
+    section=MASK_SECTION,
+    question="For n = 3, which entries does `torch.ones(3, 3).triu(1)` keep, and which does `triu()` keep?")
+MASKED_PAST = misconceptions.define(
+    "04.masked-past", "Masked the past (`tril`) instead of the future",
+    "Mixes up `triu` and `tril`: the future (column > row) is the upper triangle, `triu(1)`; `tril(-1)` masks "
+    "the past.",
+    section=MASK_SECTION,
+    question="In a score matrix with rows as positions and columns as the positions they look at, where is the "
+             "future: above or below the diagonal?")
+MASK_NOT_INF = misconceptions.define(
+    "04.mask-not-inf", "Masked with a finite value instead of `-inf`",
+    "Believes any very negative number (or 0) marks an entry as masked; the exercise asks for exactly `-inf` "
+    "(`float('-inf')`), the value attention code uses so that a softmax gives the entry weight 0. 0 masks nothing.",
+    section=MASK_SECTION,
+    question="Which value must a masked entry hold, and how do you write it in Python?")
+
 
 def mask_future(scores):
     """``scores`` with every entry above the diagonal (column > row) set to -inf, on ``scores``' device."""
@@ -332,25 +412,25 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
                 f"For scores that are {a_tensor(t)}, your mask and the scores ended up on different "
                 f"devices: {safe_repr(text, 160)}. `torch.ones(n, n)` alone is made on the default device "
                 "(the CPU), `.cuda()` picks the current GPU, and moving to 'the accelerator' is wrong too "
-                "when the scores are elsewhere: make the mask with `device=scores.device`.") from None
+                "when the scores are elsewhere: make the mask with `device=scores.device`.", MASK_ELSEWHERE) from None
         if _asks_for_cuda(e.error):
             raise Wrong(
                 f"For scores that are {a_tensor(t)}, your function still asks for CUDA (`.cuda()` or "
                 f"`'cuda'`) and fails: {safe_repr(text, 160)}. Make the mask with `device=scores.device` "
-                "and leave `scores` where it is.") from None
+                "and leave `scores` where it is.", HARD_CODED_CUDA) from None
         raise
     got = expect_tensor(got, f"For scores that are {a_tensor(t)}, your result")
     if not same_values(t, before):
         raise Wrong("Your function changed `scores` in place (`masked_fill_`?). Return a new tensor and "
-                    "leave the input alone.")
+                    "leave the input alone.", MASKED_IN_PLACE)
     if got is t:
         raise Wrong("Your function returned `scores` itself (`masked_fill_`, with the underscore, changes its "
-                    "input in place). Return a new, masked tensor: `masked_fill`.")
+                    "input in place). Return a new, masked tensor: `masked_fill`.", MASKED_IN_PLACE)
     expect_like(got, t, f"For scores that are {a_tensor(t)}",
                 device=f"The scores were on `{t.device}` but your result is on `{got.device}`. A function that "
                        "receives tensors should not move them (that costs a copy, and the caller's other tensors "
                        "stay where they were): work on `scores.device`, not on 'the accelerator'.",
-                dtype="Keep the scores' dtype.")
+                dtype="Keep the scores' dtype.", device_code=MOVED_INPUT)
     if t.device.type == "meta":
         return
     want = mask_future(t)
@@ -360,15 +440,16 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
     ones = torch.ones(n, n, dtype=torch.bool, device=t.device)
     if torch.equal(got, t.masked_fill(ones.triu(0), float("-inf"))):
         raise Wrong("You also masked the diagonal. Position i may look at itself: mask only column > row "
-                    "(`triu(1)`, or `diagonal=1`).")
+                    "(`triu(1)`, or `diagonal=1`).", MASKED_DIAGONAL)
     if torch.equal(got, t.masked_fill(ones.tril(-1), float("-inf"))):
         raise Wrong("You masked the past (below the diagonal) instead of the future (above it). "
-                    "`triu` keeps the upper triangle, `tril` the lower one.")
+                    "`triu` keeps the upper triangle, `tril` the lower one.", MASKED_PAST)
     future = ones.triu(1).expand_as(t)
     masked = got[future]
     if masked.numel() and bool(torch.isfinite(masked).all()) and torch.equal(got[~future], t[~future]):
         raise Wrong(f"The masked entries should be -inf (`float('-inf')`), but yours are "
-                    f"{safe_repr(masked.unique()[:3].tolist())}.")
+                    f"{safe_repr(masked.unique()[:3].tolist())}.", MASK_NOT_INF)
     wrong = int((got != want).sum())
     raise Wrong(f"For scores that are {a_tensor(t)}, {wrong} entries differ from the expected result. "
-                "Entries with column > row become -inf; every other entry keeps its score.")
+                "Entries with column > row become -inf; every other entry keeps its score.",
+                misconceptions.WRONG_VALUE)

@@ -7,10 +7,13 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import (Crashed, Wrong, call, devices_to_test, expect_int, is_tensor, safe_repr,
                        sample_tensors, text_of)
 from ..quizzes import add_quiz
+from .l01_tensors import ASSUMED_4_BYTES, COUNTED_ELEMENTS
+from .l02_cpu_vs_gpu import DEVICE_STRING
 
 # --- quizzes ---------------------------------------------------------------------------------
 
@@ -109,6 +112,41 @@ def _kind(t: torch.Tensor) -> str:
     return f"{str(t.dtype).replace('torch.', '')} tensor"
 
 
+DEVICE_OF_A_DEVICE = misconceptions.define(
+    "05.device-of-a-device", "Read `.device` of a `torch.device`",
+    "Believes everything passed in is a tensor; a `torch.device` (what `.device` returns) has `.type` and `.index` "
+    "but no `.device`, so `x.device` raises AttributeError for it.",
+    section=("05_device_attribute", "1. A tensor's `.device`"),
+    question="What is `torch.ones(2).device.device`, and what parts does a `torch.device` have?")
+DEVICE_VS_STRING = misconceptions.define(
+    "05.compared-device-with-string", "Compared a `torch.device` with a string",
+    "Believes a device equals the string it prints as (`x.device == 'cpu'`, or `.type`/`str(...)` against a "
+    "`torch.device`); a `torch.device` never equals a string, silently. Compare `.type` with a string, or two "
+    "`torch.device`s.",
+    section=("05_device_attribute", "2. Comparing devices"),
+    question="What do `torch.ones(1).device == 'cpu'` and `torch.ones(1).device.type == 'cpu'` give, and why?")
+INDEX_LESS_EQUALS_INDEXED = misconceptions.define(
+    "05.index-less-equals-indexed", "Treats index-less `cuda` as `cuda:0`",
+    "Believes `torch.device('cuda')` equals the device a GPU tensor reports (`cuda:0`); it has index None and "
+    "means the current device, and two devices are equal only when type and index both match. Compare `.type` "
+    "when no index is asked for, and keep the device a tensor reports rather than rebuilding it from its type.",
+    section=("05_device_attribute", "2. Comparing devices"),
+    question="What do `torch.device('cuda') == torch.device('cuda:0')` and `g.device == torch.device('cuda')` give "
+             "for a tensor `g` made with `device='cuda'`?")
+DEVICE_TEXT = misconceptions.define(
+    "05.compared-device-text", "Compared device names as text (`in`, `startswith`)",
+    "Believes matching the printed name finds the device (`'cuda:1' in str(d)`); text matching also accepts "
+    "`cuda:10`. Compare `.type` and `.index`.",
+    section=("05_device_attribute", "Pitfalls"),
+    question="Is `'cuda:1' in str(torch.device('cuda', 10))` True or False? What comparison avoids the trap?")
+IGNORED_INDEX = misconceptions.define(
+    "05.ignored-device-index", "Compared only `.type` when an index is asked for",
+    "Believes comparing `.type` answers every request; when `wanted` names an index (`cuda:1`), that index must "
+    "match too: `cuda:0` is not GPU 1.",
+    section=("05_device_attribute", "2. Comparing devices"),
+    question="How do you check 'is it on any CUDA GPU' and how 'is it on GPU 1'?")
+
+
 @grader("05.is_on", reference=is_on, title="Is it on that device?", hints=(
     "Turn both sides into `torch.device` objects first: `x.device` for a tensor, `torch.device(wanted)` "
     "for the request. A `torch.device` never equals a string.",
@@ -127,42 +165,47 @@ def _grade_is_on(fn: Callable) -> str:
             if isinstance(e.error, AttributeError) and isinstance(x, torch.device) and "device" in str(e.error):
                 raise Wrong(f"Your code raised AttributeError for {context}: {safe_repr(str(e.error), 120)}. "
                             "`x` may be a `torch.device` itself (what `.device` gives you), and a device has "
-                            "no `.device`: use `x.device` only when `x` is a tensor.") from None
+                            "no `.device`: use `x.device` only when `x` is a tensor.", DEVICE_OF_A_DEVICE) from None
             raise
         want = is_on(x, wanted)
         if is_tensor(got):
-            raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python bool.")
+            raise Wrong(f"For {context} you returned a tensor ({safe_repr(got)}). Return a plain Python bool.",
+                        misconceptions.RETURNED_TENSOR)
         if type(got) is not bool:  # its real type: `__class__`, which isinstance asks, can lie
             raise Wrong(f"For {context} you returned {safe_repr(got)} ({type(got).__name__}); "
-                        "return True or False.")
+                        "return True or False.", misconceptions.WRONG_TYPE)
         if got != want:
-            raise Wrong(f"For {context} the answer is {want}, you returned {got}. " + _is_on_diagnosis(x, wanted))
+            why, code = _is_on_diagnosis(x, wanted)
+            raise Wrong(f"For {context} the answer is {want}, you returned {got}. " + why, code)
     return (f"Right on {len(cases)} cases: strings and torch.device requests, cpu and meta tensors, and the "
             "indexed devices a GPU tensor reports (cuda:0, cuda:1, cuda:10).")
 
 
-def _is_on_diagnosis(x: Any, wanted: Any) -> str:
+def _is_on_diagnosis(x: Any, wanted: Any) -> tuple[str, str]:
+    """What went wrong, in words, and its misconception code."""
     actual = x.device if isinstance(x, torch.Tensor) else torch.device(x)
     request = torch.device(wanted)
     if isinstance(wanted, str) and actual == request:
         return (f"A `torch.device` never equals a string: `torch.device({str(actual)!r}) == {wanted!r}` is False. "
-                "Turn the request into a device first: `torch.device(wanted)`.")
+                "Turn the request into a device first: `torch.device(wanted)`.", DEVICE_VS_STRING)
     if actual == request and isinstance(wanted, torch.device):
         return (f"`{actual}` is exactly the device asked for. Did you compare a string (such as `.type` or "
                 "`str(...)`) with a `torch.device`? They are never equal: make both sides devices with "
-                "`torch.device(wanted)`, then compare their parts.")
+                "`torch.device(wanted)`, then compare their parts.", DEVICE_VS_STRING)
     if actual.type == request.type and request.index is None:
         return (f"`torch.device({request.type!r})` has index None, so it is not == `{actual}`. A request without "
-                "an index asks for any device of that type: compare `.type`, and the index only when one is named.")
+                "an index asks for any device of that type: compare `.type`, and the index only when one is named.",
+                INDEX_LESS_EQUALS_INDEXED)
     if actual.type == request.type and actual.index != request.index:
         if str(actual).startswith(str(request)) or str(request).startswith(str(actual)):
             return (f"'{request}' and '{actual}' start alike but are different devices: comparing text with "
-                    "`in` or `startswith` gets this wrong. Compare `.type` and `.index`.")
+                    "`in` or `startswith` gets this wrong. Compare `.type` and `.index`.", DEVICE_TEXT)
         return (f"`{actual}` and `{request}` have the same type but different indices: when `wanted` names an "
-                "index, it must match too. Comparing only `.type` is not enough.")
+                "index, it must match too. Comparing only `.type` is not enough.", IGNORED_INDEX)
     if actual.type != request.type:
-        return f"`{actual}` is a {actual.type} device, `{request}` a {request.type} device: the types differ."
-    return "Compare the type, and the index when `wanted` names one."
+        return (f"`{actual}` is a {actual.type} device, `{request}` a {request.type} device: the types differ.",
+                misconceptions.WRONG_VALUE)
+    return "Compare the type, and the index when `wanted` names one.", misconceptions.WRONG_VALUE
 
 
 # --- exercise 05.model_device ----------------------------------------------------------------
@@ -236,6 +279,73 @@ def _named(device: torch.device, message: str) -> bool:
     return str(device) in message or repr(device) in message
 
 
+MODEL_SECTION = ("05_device_attribute", "4. A model has no `.device`")
+FIRST_PARAMETER = misconceptions.define(
+    "05.first-parameter-only", "Asked only the first parameter",
+    "Believes `next(model.parameters()).device` is the model's device; it raises StopIteration on a module without "
+    "parameters and looks at one tensor only, while the others (and the buffers) can be elsewhere.",
+    section=MODEL_SECTION,
+    question="What does `next(nn.ReLU().parameters()).device` do, and what does it say about a model split over two "
+             "devices?")
+IGNORED_BUFFERS = misconceptions.define(
+    "05.ignored-buffers", "Ignored the buffers",
+    "Believes a model's parameters are all its tensors; buffers (`register_buffer`, BatchNorm's running "
+    "statistics) live on a device too and can be elsewhere. `module.buffers()` lists them.",
+    section=("05_device_attribute", "3. Parameters and buffers have a device too"),
+    question="Where does `nn.BatchNorm1d(4, affine=False)` live, and what does `parameters()` say about it?")
+IGNORED_PARAMETERS = misconceptions.define(
+    "05.ignored-parameters", "Ignored the parameters",
+    "Looked at the buffers alone; parameters (weights, biases) are most of a model's tensors, and each has its "
+    "own device: `module.parameters()` lists them.",
+    section=("05_device_attribute", "3. Parameters and buffers have a device too"),
+    question="What are the two kinds of tensors a module holds, and which call lists each?")
+STATE_DICT_TENSORS = misconceptions.define(
+    "05.state-dict-has-all-tensors", "Looked for devices in `state_dict()`",
+    "Believes `module.state_dict()` holds every tensor of a module; it leaves out buffers registered with "
+    "`persistent=False`, which can be on another device. `module.buffers()` has them all.",
+    section=("05_device_attribute", "Pitfalls"),
+    question="A module registers `mask` with `persistent=False`. Is `mask` in `state_dict()`? In `buffers()`?")
+OWN_TENSORS_ONLY = misconceptions.define(
+    "05.own-tensors-only", "Looked at the module's own tensors, not its submodules'",
+    "Believes a container such as `nn.Sequential` holds the tensors itself; they belong to its submodules. "
+    "`module.parameters()` and `module.buffers()` walk the submodules; `recurse=False` and `_parameters` do not.",
+    section=MODEL_SECTION,
+    question="Does `model.parameters()` list the parameters of the layers inside an `nn.Sequential`? Does the "
+             "`Sequential` hold any of its own?")
+DEVICE_AS_STRING = DEVICE_STRING   # lesson 02's: a device name (a string) returned for a `torch.device`
+EMPTY_MODULE_HAS_DEVICE = misconceptions.define(
+    "05.empty-module-has-device", "A device for a module with no tensors",
+    "Believes a module without parameters or buffers lives on the CPU (or the default device); it holds no tensors, "
+    "so it lives on no device, and the exercise asks for None.",
+    section=MODEL_SECTION,
+    question="Where does `nn.ReLU()` live, and what should `model_device(nn.ReLU())` return?")
+EMPTY_MODULE_RAISES = misconceptions.define(
+    "05.empty-module-raises", "Raised for a module with no tensors",
+    "Treats 'not exactly one device' as an error (`len(devices) != 1`); a module with no tensors is not split over "
+    "devices, it is on none, and the exercise asks for None. Only several devices are an error.",
+    section=MODEL_SECTION,
+    question="Which modules should make `model_device` raise, and what should it return for `nn.ReLU()`?")
+SPREAD_HAS_ONE_DEVICE = misconceptions.define(
+    "05.split-model-has-one-device", "Returned one device for a split model",
+    "Believes a model always lives on one device; its parameters and buffers can be spread over several (a layer "
+    "moved on its own), and then there is no single answer: raise ValueError naming the devices.",
+    section=MODEL_SECTION,
+    question="After `half_moved[2].to('meta')`, where does `half_moved` live? What should "
+             "`model_device(half_moved)` do?")
+SPREAD_NOT_VALUE_ERROR = misconceptions.define(
+    "05.split-model-not-value-error", "A split model reported without `ValueError`",
+    "Raised another error (`assert`, `RuntimeError`) for a model spread over several devices; the exercise asks for "
+    "`ValueError`, so that callers can catch this case by its type.",
+    section=(MODEL_SECTION[0], f"{MODEL_SECTION[1]} › Exercise 05.model_device"),
+    question="Why should `model_device` raise `ValueError` rather than use `assert` for a split model?")
+SPREAD_MESSAGE_VAGUE = misconceptions.define(
+    "05.split-model-message-vague", "Error message that does not name the devices",
+    "The `ValueError` for a split model does not name the devices found (`cpu`, `cuda:0`...), so whoever reads it "
+    "does not know where to look; `str(d)` gives each device as it prints.",
+    section=(MODEL_SECTION[0], f"{MODEL_SECTION[1]} › Exercise 05.model_device"),
+    question="What should the error for a split model say, so that its reader knows which tensors to move?")
+
+
 @grader("05.model_device", reference=model_device, title="Where does this model live?", hints=(
     "A module has no `.device`, but every parameter and every buffer has one. Collect them all, from "
     "`module.parameters()` and `module.buffers()` (both include the submodules').",
@@ -266,10 +376,11 @@ def _grade_model_device(fn: Callable) -> str:
             if isinstance(e.error, StopIteration):
                 raise Wrong(f"For {what} your code raised StopIteration. That is what "
                             "`next(module.parameters())` does when a module has no parameters. Look at all "
-                            "parameters and buffers, and return None when there are none.") from None
+                            "parameters and buffers, and return None when there are none.", FIRST_PARAMETER) from None
             if want is None and isinstance(e.error, ValueError):
                 raise Wrong(f"For {what} you raised ValueError ({safe_repr(str(e.error), 120)}). A module "
-                            "with no parameters and no buffers is not an error: return None.") from None
+                            "with no parameters and no buffers is not an error: return None.",
+                            EMPTY_MODULE_RAISES) from None
             raise
         _compare_single(got, want, what, module, params, buffers)
     return (f"Right on {len(cases)} modules: parameters and buffers (also buffers only), submodules, "
@@ -280,33 +391,36 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
                     buffers: set) -> None:
     if issubclass(type(got), str):
         raise Wrong(f"For {what} you returned the string {safe_repr(got)}. Return the `torch.device` itself "
-                    "(what `.device` gives you); a string is never == a device.")
+                    "(what `.device` gives you); a string is never == a device.", DEVICE_AS_STRING)
     if got is not None and type(got) is not torch.device:
         raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single "
-                    "`torch.device`, or None for a module with no parameters and no buffers.")
+                    "`torch.device`, or None for a module with no parameters and no buffers.",
+                    misconceptions.WRONG_TYPE)
     if want is None:
         if got is not None:
             raise Wrong(f"{what[0].upper() + what[1:]} holds no tensors at all, so it lives on no device: "
-                        f"return None. You returned `{got}`.")
+                        f"return None. You returned `{got}`.", EMPTY_MODULE_HAS_DEVICE)
         return
     if got is None:
         if not params:
             raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers are on {want}, "
-                        "and you returned None. Buffers live on a device too: include `module.buffers()`.")
+                        "and you returned None. Buffers live on a device too: include `module.buffers()`.",
+                        IGNORED_BUFFERS)
         if not any(True for _ in module.parameters(recurse=False)):
             raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, but they all belong to its "
                         "submodules, and you returned None. `module.parameters()` walks the submodules too; "
-                        "`recurse=False` and `module._parameters` give only the module's own.")
+                        "`recurse=False` and `module._parameters` give only the module's own.", OWN_TENSORS_ONLY)
         if not buffers:
             raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, and you returned None. "
-                        "Look at the parameters too: `module.parameters()`.")
-        raise Wrong(f"For {what} the tensors are on {want}, and you returned None.")
+                        "Look at the parameters too: `module.parameters()`.", IGNORED_PARAMETERS)
+        raise Wrong(f"For {what} the tensors are on {want}, and you returned None.", misconceptions.WRONG_VALUE)
     if got != want:
         if got.type == want.type:
             raise Wrong(f"For {what} the tensors are on `{want}`, you returned `{got}`. Return the device the "
                         "tensors report (e.g. `p.device`), not one rebuilt from its type: "
-                        f"`torch.device({want.type!r})` has index None and is not == `{want}`.")
-        raise Wrong(f"For {what} the tensors are on `{want}`, but you returned `{got}`.")
+                        f"`torch.device({want.type!r})` has index None and is not == `{want}`.",
+                        INDEX_LESS_EQUALS_INDEXED)
+        raise Wrong(f"For {what} the tensors are on `{want}`, but you returned `{got}`.", misconceptions.WRONG_VALUE)
 
 
 def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffers: set) -> None:
@@ -318,16 +432,16 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
         err = e.error
         if isinstance(err, StopIteration):
             raise Wrong(f"For {what} your code raised StopIteration (from `next(...)`?). Look at all parameters "
-                        "and buffers.") from None
+                        "and buffers.", FIRST_PARAMETER) from None
         if not issubclass(type(err), ValueError):
             raise Wrong(f"For {what} (tensors on {names}) you raised {type(err).__name__}: "
                         f"{safe_repr(text_of(err), 120)}. Raise ValueError, so that callers can catch this case "
-                        "by its type.") from None
+                        "by its type.", SPREAD_NOT_VALUE_ERROR) from None
         message = text_of(err)
         if not all(_named(d, message) for d in found):
             raise Wrong(f"For {what} you raised ValueError, good, but its message {safe_repr(message, 120)} "
                         f"does not name the devices: it should mention {names}, so whoever reads the error "
-                        "knows where the tensors are.") from None
+                        "knows where the tensors are.", SPREAD_MESSAGE_VAGUE) from None
         return
     device = type(got) is torch.device
     shown = f"`{got}`" if device else safe_repr(got)
@@ -342,14 +456,15 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
             note = (f" `{hidden[0]}` is a non-persistent buffer: `module.state_dict()` leaves it out, "
                     "`module.buffers()` does not.")
         raise Wrong(lead + f"Its parameters are on {got}, but a buffer is on {_names(buffers - params)}: "
-                    "you ignored (some of) the buffers." + note)
+                    "you ignored (some of) the buffers." + note, STATE_DICT_TENSORS if note else IGNORED_BUFFERS)
     if device and got in buffers and params - buffers and raises_for_buffers:
         raise Wrong(lead + f"Its buffers are on {got}, but parameters are on {_names(params - buffers)}: "
-                    "you ignored the parameters.")
+                    "you ignored the parameters.", IGNORED_PARAMETERS)
     if not raises_for_params and all(_returns_first_parameter_device(fn, make()) for make in _PARAMS_SPREAD):
         raise Wrong(lead + "You return the device of the first parameter (`next(module.parameters())`?); "
-                    "other tensors can be elsewhere. Check every parameter and buffer.")
-    raise Wrong(lead + "A model spread over several devices has no single device: raise ValueError and name them.")
+                    "other tensors can be elsewhere. Check every parameter and buffer.", FIRST_PARAMETER)
+    raise Wrong(lead + "A model spread over several devices has no single device: raise ValueError and name them.",
+                SPREAD_HAS_ONE_DEVICE)
 
 
 #: Probes used to tell apart why a spread module was not reported.
@@ -447,31 +562,68 @@ def _buffer_bytes(module: nn.Module) -> int:
     return sum(b.numel() * b.element_size() for b in module.buffers())
 
 
-def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> str:
-    """Name the realistic mistake that gives ``got``, or "" when none matches."""
+TRAINING_SECTION = ("05_device_attribute", "5. What training keeps on the device")
+# Lesson 01's misconceptions about bytes, met again for parameters.
+FOUR_BYTES, ELEMENTS_NOT_BYTES = ASSUMED_4_BYTES, COUNTED_ELEMENTS
+ADAM_STATE = misconceptions.define(
+    "05.adam-state-undercounted", "Counted fewer than Adam's two moments",
+    "Believes Adam keeps one copy of state per parameter (or none); it keeps two, `exp_avg` and `exp_avg_sq`, each "
+    "the parameter's size and dtype: weights + gradients + 2 moments = 4 copies.",
+    section=TRAINING_SECTION,
+    question="How many bytes per float32 parameter does training with Adam keep, and what are they?")
+MOMENTUM_STATE = misconceptions.define(
+    "05.momentum-state-missed", "Left out SGD's `momentum_buffer`",
+    "Believes SGD with momentum keeps no state, like plain SGD; it keeps one `momentum_buffer` per parameter, the "
+    "parameter's size and dtype: 3 copies in all.",
+    section=TRAINING_SECTION,
+    question="What does `optimizer.state[p]` hold after one step of SGD with momentum, and how big is it?")
+NO_GRADIENTS = misconceptions.define(
+    "05.gradients-not-counted", "Left out the gradients",
+    "Believes training needs only the weights (plus the optimizer's state); every parameter also gets a gradient "
+    "(`p.grad`) of its size and dtype.",
+    section=TRAINING_SECTION,
+    question="After `loss.backward()`, what does each parameter hold besides its weights, and how big is it?")
+SGD_STATE = misconceptions.define(
+    "05.plain-sgd-has-state", "Gave plain SGD optimizer state",
+    "Believes every optimizer keeps state; plain SGD (no momentum) keeps none: weights and gradients, 2 copies.",
+    section=TRAINING_SECTION,
+    question="How many copies of the parameters does training with plain SGD keep, and with SGD with momentum?")
+COUNTED_BUFFERS = misconceptions.define(
+    "05.counted-buffers", "Counted the buffers as trained",
+    "Believes buffers (BatchNorm's running statistics) are trained like parameters; they sit on the device but get "
+    "no gradient and no optimizer state, and the exercise counts parameters only.",
+    section=TRAINING_SECTION,
+    question="Does BatchNorm's `running_mean` get a gradient or Adam state? Why not?")
+
+
+def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> tuple[str, str]:
+    """Name the realistic mistake that gives ``got``, with its code; ``("", WRONG_VALUE)`` when none matches."""
     p, b = _param_bytes(module), _buffer_bytes(module)
     numel = sum(q.numel() for q in module.parameters())
     state = STATE_COPIES[optimizer]
     if numel and got == 4 * numel * (2 + state) and p != 4 * numel:
         return ("You used 4 bytes for every element, but not every dtype is float32: float16 and bfloat16 take 2, "
-                "float64 8. Use each parameter's `p.element_size()`.")
+                "float64 8. Use each parameter's `p.element_size()`.", FOUR_BYTES)
     if numel and got == numel * (2 + state) and p != numel:
-        return "That is a number of elements, not bytes: multiply each parameter's `numel()` by its `element_size()`."
+        return ("That is a number of elements, not bytes: multiply each parameter's `numel()` by its "
+                "`element_size()`.", ELEMENTS_NOT_BYTES)
     # plain SGD is checked first on each model, so by momentum and Adam the gradients are known to be counted
     if optimizer == "adam" and p and got in (p * 2, p * 3):
         return ("Adam keeps **two** moments per parameter, `exp_avg` and `exp_avg_sq`, each the size and dtype of "
-                "the parameter: weights + gradients + 2 moments = 4 copies.")
+                "the parameter: weights + gradients + 2 moments = 4 copies.", ADAM_STATE)
     if optimizer == "momentum" and p and got == p * 2:
-        return "SGD with momentum keeps one `momentum_buffer` per parameter, the parameter's size and dtype."
+        return ("SGD with momentum keeps one `momentum_buffer` per parameter, the parameter's size and dtype.",
+                MOMENTUM_STATE)
     if optimizer == "sgd" and p and got == p:
         return ("That is the weights alone. Training also stores a gradient (`p.grad`) the size and dtype of every "
-                "parameter: count one more copy.")
+                "parameter: count one more copy.", NO_GRADIENTS)
     if optimizer == "sgd" and p and got in (p * 3, p * 4):
-        return "Plain SGD (no momentum) keeps no state: just the weights and their gradients, 2 copies."
+        return "Plain SGD (no momentum) keeps no state: just the weights and their gradients, 2 copies.", SGD_STATE
     if b and got in ((p + b) * (2 + state), p * (2 + state) + b):
         return ("You counted the buffers (such as BatchNorm's running statistics). They are on the device too, "
-                "but they get no gradient and no optimizer state, and this exercise counts parameters only.")
-    return ""
+                "but they get no gradient and no optimizer state, and this exercise counts parameters only.",
+                COUNTED_BUFFERS)
+    return "", misconceptions.WRONG_VALUE
 
 
 #: What to return instead of a tensor or a float, and why, for a count of bytes.
@@ -500,9 +652,9 @@ def _grade_training_bytes(fn: Callable) -> str:
             got = expect_int(call(fn, module, optimizer, context=context), f"For {context}", want=want,
                              advice=_BYTES_ADVICE)
             if got != want:
-                why = _training_diagnosis(got, module, optimizer)
+                why, code = _training_diagnosis(got, module, optimizer)
                 raise Wrong(f"For {context} the answer is {want:,} bytes, you returned {got:,}. "
                             + (why or "Count weights, gradients and the optimizer's state, each "
-                                      "`numel() * element_size()` per parameter."))
+                                      "`numel() * element_size()` per parameter."), code)
     return (f"Right on {len(cases)} models with plain SGD, momentum and Adam: float32, float16, bfloat16 and "
             "float64 parameters, buffers left out, and meta models as large as 2.5 billion parameters.")

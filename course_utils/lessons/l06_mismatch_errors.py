@@ -10,6 +10,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import Crashed, Wrong, a_tensor, call, describe, devices_to_test, expect_tensor, is_tensor, safe_repr
 from ..quizzes import add_quiz
@@ -86,6 +87,85 @@ add_quiz(
 
 
 # --- exercise 06.find_mismatches -------------------------------------------------------------
+
+_SECTION_5 = ("06_mismatch_errors", "5. Which tensor is it?")
+
+MOVES_TO_CHECK = misconceptions.define(
+    "06.moves-tensors-to-check", "Moved tensors to find where they are",
+    "Moved the model or the tensors (`model.to(...)`, `t.to(device)`), or made a tensor on `device`, to find the "
+    "odd ones out. Finding them only takes reading each tensor's `.device`; `Module.to` moves the model in place, "
+    "changing what it was asked about, and using a device this machine lacks raises.",
+    section=_SECTION_5,
+    question="Which attribute tells you where a tensor lives without changing anything, and what does "
+             "`model.to(device)` do to the model you were asked about?")
+DEVICE_VS_STRING = misconceptions.define(
+    "06.device-compared-with-string", "Compared a `torch.device` with a string",
+    "Compared `t.device` with the string `device`, or `str(t.device)` with a `torch.device`, believing a device "
+    "equals its name. A `torch.device` never equals a string (`torch.device(\"cpu\") == \"cpu\"` is False, with no "
+    "error), so every tensor looked misplaced: convert with `torch.device(device)` first.",
+    section=("03_to_device", "4. Strings and device objects"),
+    question="`device` may arrive as `\"cpu\"` or as `torch.device(\"cpu\")`. What does `t.device == device` give "
+             "for a CPU tensor in each case, and how do you make both work?")
+IGNORED_INDEX = misconceptions.define(
+    "06.ignored-device-index", "Compared only the device type, not the index",
+    "Compared `t.device.type` only, believing `cuda:1` counts as being on `cuda:0`. A device names one exact "
+    "device, type and index: on a machine with two GPUs a tensor on `cuda:1` still mismatches one on `cuda:0`.",
+    section=("05_device_attribute", "2. Comparing devices"),
+    question="On a machine with two GPUs, is a tensor on `cuda:1` on `torch.device(\"cuda:0\")`? Which comparison "
+             "says so: `.type`, or the whole device?")
+USED_STATE_DICT = misconceptions.define(
+    "06.used-state-dict", "Looked for the tensors in `state_dict()`",
+    "Took `state_dict()` for a list of every tensor the model holds. It leaves out buffers registered with "
+    "`persistent=False`, which still move with `Module.to` and take part in `forward`: `named_buffers()` lists "
+    "them all.",
+    section=("06_mismatch_errors", "4. Cause: a plain tensor attribute"),
+    question="A buffer is registered with `persistent=False`. Does `Module.to` move it, and does `state_dict()` "
+             "list it?")
+FORGOT_BUFFERS = misconceptions.define(
+    "06.forgot-buffers", "Checked the parameters but not the buffers",
+    "Believes a model's tensors are its parameters. Buffers (BatchNorm's running statistics, registered constants) "
+    "move with the model and take part in `forward` too, so a buffer left behind raises the same error.",
+    section=_SECTION_5,
+    question="Which tensors does a `BatchNorm1d` layer hold besides its weight and bias, and could one of them "
+             "cause a device-mismatch error?")
+FORGOT_INPUTS = misconceptions.define(
+    "06.forgot-inputs", "Checked the model but not the inputs",
+    "Looked only inside the model. The inputs take part in the forward pass as well, and an input never moved is "
+    "the most common cause of the error.",
+    section=("06_mismatch_errors", "2. Cause: an input that was never moved"),
+    question="The model is on the GPU and the error still names `cpu`. Which tensor that is not part of the model "
+             "do you check first?")
+FORGOT_PARAMETERS = misconceptions.define(
+    "06.forgot-parameters", "Checked the buffers and inputs but not the parameters",
+    "Left out the parameters, or took only the top-level module's (`named_parameters()` includes every "
+    "submodule's). Weights and biases on the wrong device are a classic cause, e.g. a layer replaced after the "
+    "model was moved.",
+    section=_SECTION_5,
+    question="A layer is replaced (`model.head = nn.Linear(...)`) after `model.to(device)`. Where do its weight "
+             "and bias live, and which call lists them?")
+ZERO_DIM_EXEMPTED = misconceptions.define(
+    "06.zero-dim-exempted", "Left out 0-dim CPU tensors",
+    "Took the 0-dim exception (a 0-dim CPU tensor may join an element-wise operation on any device) to mean such "
+    "a tensor is on every device. It is still on the CPU: on a GPU, per-argument operations such as `torch.addmm` "
+    "refuse it, and `Module.to` would move it.",
+    section=("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
+    question="`a` is on the GPU. Why does `a * torch.tensor(2.0)` work while `torch.addmm(torch.tensor(1.0), m, m)` "
+             "raises, and where does `torch.tensor(2.0)` live?")
+LISTED_MATCHING = misconceptions.define(
+    "06.listed-tensors-on-device", "Listed the tensors on the device, not the others",
+    "Inverted the test and kept the tensors whose device is `device`. The ones to find are those that are not on "
+    "it: they are what the error complains about, and what must be moved.",
+    section=_SECTION_5,
+    question="The model should be on `cuda:0` and the error names `cuda:0` and `cpu`. Which tensors do you need to "
+             "find, and what do you do with each?")
+SHORT_NAMES = misconceptions.define(
+    "06.short-tensor-names", "Used short names, not the dotted names",
+    "Reported a tensor by its attribute name (`weight`) instead of the full dotted name that "
+    "`named_parameters()` and `named_buffers()` give (`head.weight`). Several layers have a `weight`; only the "
+    "dotted name says which tensor to move.",
+    section=("06_mismatch_errors", "5. Which tensor is it? › Exercise 06.find_mismatches"),
+    question="Two layers of a model each have a `weight`. How does `named_parameters()` tell them apart?")
+
 
 def find_mismatches(model, inputs, device):
     """Sorted names of the parameters, buffers and inputs that are not on ``device``."""
@@ -197,19 +277,19 @@ def _grade_find_mismatches(fn: Callable) -> str:
             if tag == "index":
                 raise Wrong(f"In {description}, your function raised {type(e.error).__name__}: "
                             f"{safe_repr(str(e.error), 160)}. Look at where tensors are, don't move them: "
-                            "compare `t.device` with `torch.device(device)`.") from None
+                            "compare `t.device` with `torch.device(device)`.", MOVES_TO_CHECK) from None
             raise
         if _placement(model) != before:
             raise Wrong("Your function moved the model's tensors (a `model.to(...)` inside?). "
-                        "Only look at where tensors are; leave them there.")
+                        "Only look at where tensors are; leave them there.", MOVES_TO_CHECK)
         # compare plain values only: a list subclass (or str subclass) could define == to say anything
         if type(got) is not list or any(type(name) is not str for name in got):
-            raise Wrong(f"In the case of {description}, you returned {safe_repr(got, 200)}.\n"
-                        + _diagnose(got, expected, model, inputs, device, tag))
+            why, code = _diagnose(got, expected, model, inputs, device, tag)
+            raise Wrong(f"In the case of {description}, you returned {safe_repr(got, 200)}.\n" + why, code)
         if got != expected:
+            why, code = _diagnose(got, expected, model, inputs, device, tag)
             raise Wrong(f"In the case of {description}, the answer is {safe_repr(expected, 200)}, "
-                        f"you returned {safe_repr(got, 200)}.\n"
-                        + _diagnose(got, expected, model, inputs, device, tag))
+                        f"you returned {safe_repr(got, 200)}.\n" + why, code)
     where = ", ".join(sorted({str(torch.device(c[3])) for c in cases if c[4] != "index"}))
     return (f"Right in {len(cases)} cases: parameters, buffers (persistent or not) and inputs, on {where}, "
             "the device given as a string or a torch.device, and a simulated second GPU.")
@@ -230,89 +310,177 @@ def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, par
     return skipped
 
 
-def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any, tag: str) -> str:
+def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any,
+              tag: str) -> tuple[str, str]:
+    """What is wrong with ``got``, and the misconception's code (the first reason's, where there are several)."""
     if got is None:
-        return "Your function returned None: did you forget the `return`?"
+        return "Your function returned None: did you forget the `return`?", misconceptions.WRONG_TYPE
     if isinstance(got, (set, frozenset)):
-        return "Return a list, sorted: a set has no order. `sorted(...)` makes a list."
+        return "Return a list, sorted: a set has no order. `sorted(...)` makes a list.", misconceptions.WRONG_TYPE
     if isinstance(got, (tuple, dict)) or inspect.isgenerator(got):
-        return "Return a list of names, sorted: `sorted(...)` makes one from any iterable."
+        return "Return a list of names, sorted: `sorted(...)` makes one from any iterable.", misconceptions.WRONG_TYPE
     if not isinstance(got, list):
-        return f"Return a list of names, not a {type(got).__name__}."
+        return f"Return a list of names, not a {type(got).__name__}.", misconceptions.WRONG_TYPE
     if type(got) is not list:
         return (f"Return a plain `list` (`sorted(...)` makes one), not a `{type(got).__name__}`: the check "
-                "compares plain lists of plain strings.")
+                "compares plain lists of plain strings.", misconceptions.WRONG_TYPE)
     if any(type(g) is not str for g in got):
         odd = next(g for g in got if type(g) is not str)
         if isinstance(odd, torch.Tensor):
-            return "Return the names (strings), not the tensors themselves."
+            return "Return the names (strings), not the tensors themselves.", misconceptions.WRONG_TYPE
         if isinstance(odd, tuple):
-            return "Return just the names, not (name, tensor) pairs."
+            return "Return just the names, not (name, tensor) pairs.", misconceptions.WRONG_TYPE
         if isinstance(odd, str):
             return (f"Every item should be a plain string; one is a `{type(odd).__name__}`. Return the names "
-                    "as `named_parameters()`, `named_buffers()` and the `inputs` keys give them.")
-        return f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__})."
+                    "as `named_parameters()`, `named_buffers()` and the `inputs` keys give them.",
+                    misconceptions.WRONG_TYPE)
+        return (f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__}).",
+                misconceptions.WRONG_TYPE)
     if len(set(got)) != len(got):
-        return "Some names appear twice: list each tensor once."
+        return "Some names appear twice: list each tensor once.", misconceptions.WRONG_VALUE
     params = {n for n, _ in model.named_parameters()}
     buffers = {n for n, _ in model.named_buffers()}
     everything = params | buffers | set(inputs)
     got_set, want = set(got), set(expected)
     if got_set == want:
-        return "The right names, in the wrong order: return them sorted (`sorted(names)`)."
+        return "The right names, in the wrong order: return them sorted (`sorted(names)`).", misconceptions.WRONG_VALUE
     unknown = got_set - everything
     if unknown:
         return (f"{safe_repr(sorted(unknown))} are not names of this model's tensors or inputs. Use the full "
                 "dotted names that `named_parameters()` / `named_buffers()` give (like `head.weight`), and "
-                "the input dict's keys.")
+                "the input dict's keys.", SHORT_NAMES)
     on_device = everything - want
     if on_device and got_set == on_device:
-        return "You listed the tensors that ARE on the device; list the ones that are not."
+        return "You listed the tensors that ARE on the device; list the ones that are not.", LISTED_MATCHING
     if on_device and got_set == everything:
         if isinstance(device, str):
             return (f"You reported every tensor, even those on `{device}`. Here `device` is the string "
                     f"{device!r}, and a torch.device never equals a string (`t.device == \"cpu\"` is False). "
-                    "Convert first: `torch.device(device)`.")
+                    "Convert first: `torch.device(device)`.", DEVICE_VS_STRING)
         return ("You reported every tensor, even those already on the device. Here `device` is a "
                 "torch.device: comparing it with a string such as `str(t.device)` is always unequal. "
-                "Convert both sides to `torch.device` (`torch.device(device)`) and compare those.")
+                "Convert both sides to `torch.device` (`torch.device(device)`) and compare those.", DEVICE_VS_STRING)
     missing, extra = want - got_set, got_set - want
-    reasons = []
+    reasons, codes = [], []
     skipped = _zero_dim_cpu_skipped(missing, model, inputs, params, buffers)
     if skipped:
         names = ", ".join(f"`{n}`" for n in sorted(skipped))
         one = len(skipped) == 1
-        reasons.append(f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section 8's "
+        reasons.append(f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section 7's "
                        "pass lets a 0-dim CPU tensor join element-wise operations on any device, but "
                        f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
                        "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
                        "refuse such a tensor, and `model.to(device)` would move it). "
                        f"List {'it' if one else 'them'} too: leave out the 0-dim exception.")
+        codes.append(ZERO_DIM_EXEMPTED)
         missing = missing - skipped
     if tag == "index" and "on_gpu1" in missing:
         reasons.append("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
                        "`.type` ignores the device index. Compare whole devices: "
                        "`t.device != torch.device(device)`.")
+        codes.append(IGNORED_INDEX)
     non_persistent = {n for n in buffers if n.rsplit(".", 1)[-1] == "mask"}
     if missing & buffers and missing & buffers <= non_persistent and tag == "nonpersistent":
         reasons.append("You missed the buffer `mask`, registered with persistent=False. `state_dict()` leaves "
                        "such buffers out; `model.named_buffers()` lists them all.")
+        codes.append(USED_STATE_DICT)
     elif missing & buffers:
         reasons.append(f"You missed buffers ({', '.join(sorted(missing & buffers))}): buffers move with the "
                        "model and take part in forward too. Add `model.named_buffers()`.")
+        codes.append(FORGOT_BUFFERS)
     if missing & set(inputs) and not (tag == "index" and missing & set(inputs) == {"on_gpu1"}):
         reasons.append(f"You missed inputs ({', '.join(sorted(missing & set(inputs)))}): check the `inputs` "
                        "dict as well, by its keys.")
+        codes.append(FORGOT_INPUTS)
     if missing & params:
         reasons.append(f"You missed parameters ({', '.join(sorted(missing & params))}): use "
                        "`model.named_parameters()`, which includes every submodule's.")
+        codes.append(FORGOT_PARAMETERS)
     if extra:
         reasons.append(f"You reported {', '.join(sorted(extra))}, which {'is' if len(extra) == 1 else 'are'} "
                        f"already on {torch.device(device)}.")
-    return " ".join(reasons) or "Compare each tensor's device with `torch.device(device)`."
+        codes.append(misconceptions.WRONG_VALUE)
+    if not reasons:
+        return "Compare each tensor's device with `torch.device(device)`.", misconceptions.WRONG_VALUE
+    return " ".join(reasons), codes[0]
 
 
 # --- exercise 06.scaler ----------------------------------------------------------------------
+
+_SECTION_3 = ("06_mismatch_errors", "3. Cause: a tensor made inside `forward`")
+_SECTION_4 = ("06_mismatch_errors", "4. Cause: a plain tensor attribute")
+
+NO_SUPER_INIT = misconceptions.define(
+    "06.no-super-init", "Forgot `super().__init__()`",
+    "Wrote a module's `__init__` without calling `super().__init__()` first. `nn.Module.__init__` sets up the "
+    "registries of parameters, buffers and submodules: without it `register_buffer` raises `AttributeError`, and "
+    "`.to`, `parameters()` and `state_dict()` do not work.",
+    section=("03_to_device", "Pitfalls"),
+    question="What does `nn.Module.__init__` set up, and what happens when `__init__` calls `register_buffer` "
+             "before it?")
+CONSTANT_AS_PARAMETER = misconceptions.define(
+    "06.constant-as-parameter", "Stored the constant as a trainable `nn.Parameter`",
+    "Wrapped the constant in `nn.Parameter`, believing that is how a module keeps a tensor that follows `.to`. "
+    "`model.parameters()` hands a parameter to the optimizer, which changes it; a buffer (`register_buffer`) "
+    "moves with `.to` and is never trained.",
+    section=_SECTION_4,
+    question="Of an `nn.Parameter`, a buffer and a plain tensor attribute, which move with `Module.to`, and which "
+             "does the optimizer train?")
+FROZEN_PARAMETER = misconceptions.define(
+    "06.frozen-parameter-as-constant", "Stored the constant as a frozen `nn.Parameter`",
+    "Used `nn.Parameter(..., requires_grad=False)`, believing a frozen parameter is a constant. It is still a "
+    "parameter: `model.parameters()` lists it, it goes to the optimizer and counts as a model weight. A constant "
+    "is a buffer.",
+    section=_SECTION_4,
+    question="Does `list(model.parameters())` include a parameter made with `requires_grad=False`? Where does a "
+             "constant that must follow `.to` belong?")
+PLAIN_ATTRIBUTE = misconceptions.define(
+    "06.plain-tensor-attribute", "Held a tensor as a plain attribute",
+    "Assigned the tensor as a plain attribute (`self.scale = t`, or inside a list), believing `Module.to` moves "
+    "every tensor a module holds. It moves only registered parameters, buffers and submodules: the attribute stays "
+    "on the CPU and `forward` fails on a GPU. `self.register_buffer(...)` fixes it.",
+    section=_SECTION_4,
+    question="After `norm = Standardize(torch.zeros(4), torch.ones(4)).to(target)`, where is `norm.mean`, and "
+             "which one change makes it follow `.to`?")
+CONSTANT_PLACED = misconceptions.define(
+    "06.constant-placed-in-init", "Put the constant on a device in `__init__`",
+    "Created the constant on a chosen device in `__init__` (`device=` a global device, or `\"cuda\"`), believing "
+    "the module must place it. A module builds its tensors on the default device and registers them; the caller's "
+    "`Module.to` then moves them wherever the model goes.",
+    section=_SECTION_4,
+    question="Who decides where a model lives: its `__init__`, or the code that calls `model.to(device)`? What goes "
+             "wrong when `__init__` picks the device?")
+PLAIN_NUMBER = misconceptions.define(
+    "06.plain-number-for-constant", "Multiplied by a plain number, not a constant vector",
+    "Wrote `x * 2`: the right values, but it sidesteps what the exercise practises, a per-feature constant vector "
+    "that the module holds. A Python number has no device and is fine in real code; a per-feature tensor (a mean, "
+    "a scale) must be a buffer, so that `.to` moves it.",
+    section=("06_mismatch_errors", "4. Cause: a plain tensor attribute › Exercise 06.scaler"),
+    question="When is a plain number enough in `forward`, and when must a module hold its constant as a tensor, "
+             "registered as a buffer?")
+OVERRODE_TO = misconceptions.define(
+    "06.overrode-module-to", "Overrode `Module.to`",
+    "Wrote a `to` of its own (to move the constant by hand) that does not return the module. `Module.to` already "
+    "moves registered buffers, in place, and returns the module itself.",
+    section=("03_to_device", "5. Moving a model"),
+    question="What does `model.to(device)` return, and why may it stand on a line of its own when `x.to(device)` "
+             "must be assigned?")
+MADE_IN_FORWARD = misconceptions.define(
+    "06.tensor-made-in-forward", "Made a tensor in `forward` without `device=`",
+    "Created a tensor inside `forward` with a factory function (`torch.full`, `torch.randn`, ...) and no "
+    "`device=`, believing it lands where the input is. Factory functions use the default device, the CPU, so on a "
+    "GPU `forward` mixes devices: use `device=x.device`, a `*_like` function, or a buffer made in `__init__`.",
+    section=_SECTION_3,
+    question="Inside `forward`, where does `torch.randn(x.shape)` put its tensor when `x` is on the GPU, and which "
+             "two ways make it land next to `x`?")
+OUTPUT_MOVED = misconceptions.define(
+    "06.output-off-input-device", "Moved the output off the input's device",
+    "Sent the result of `forward` to a fixed device (a global `device`, `.cpu()`, `\"cuda\"`). A module computes "
+    "where its input is and returns the result there; where the data lives is the caller's choice.",
+    section=_SECTION_3,
+    question="On which device should `forward` return its result, and why should a layer not choose a device of "
+             "its own?")
+
 
 class Scaler(nn.Module):
     """Multiplies its input by a constant vector of ``features`` twos; the constant follows ``.to``."""
@@ -350,13 +518,13 @@ def _build(cls: type, features: int) -> nn.Module:
                                                     or "_modules" in text):
             raise Wrong(f"Scaler({features}) raised AttributeError: {safe_repr(text, 120)}. Your `__init__` "
                         "must call `super().__init__()` first: that sets up the module's registries of "
-                        "parameters, buffers and submodules.") from None
+                        "parameters, buffers and submodules.", NO_SUPER_INIT) from None
         raise
     if not issubclass(type(module), nn.Module):
-        raise Wrong(f"Scaler({features}) gave {safe_repr(module)}, not an nn.Module.")
+        raise Wrong(f"Scaler({features}) gave {safe_repr(module)}, not an nn.Module.", misconceptions.WRONG_TYPE)
     if "_parameters" not in vars(module) or "_buffers" not in vars(module):
         raise Wrong("Your `__init__` never calls `super().__init__()`, so this is not a working module: "
-                    "`.to`, `parameters()` and `state_dict()` all depend on it. Call it first.")
+                    "`.to`, `parameters()` and `state_dict()` all depend on it. Call it first.", NO_SUPER_INIT)
     return module
 
 
@@ -370,7 +538,7 @@ def _build(cls: type, features: int) -> nn.Module:
 ))
 def _grade_scaler(cls: type) -> str:
     if not issubclass(cls, nn.Module):
-        raise Wrong("`Scaler` should subclass `nn.Module`: `class Scaler(nn.Module):`.")
+        raise Wrong("`Scaler` should subclass `nn.Module`: `class Scaler(nn.Module):`.", misconceptions.WRONG_TYPE)
     gen = torch.Generator().manual_seed(60)
     for features in (3, 1, 5):
         module = _build(cls, features)
@@ -381,21 +549,22 @@ def _grade_scaler(cls: type) -> str:
             if any(t.requires_grad for _, t in params):
                 raise Wrong(f"Scaler({features}) has a parameter ({names}): an `nn.Parameter` is trainable. "
                             "`model.parameters()` hands it to the optimizer, which would change your twos. "
-                            "Store the constant with `self.register_buffer(...)` instead.")
+                            "Store the constant with `self.register_buffer(...)` instead.", CONSTANT_AS_PARAMETER)
             raise Wrong(f"Scaler({features}) has a parameter ({names}). Even with requires_grad=False it is "
                         "still a parameter: it shows up in `model.parameters()`, goes to the optimizer and "
-                        "counts as a model weight. A constant is a buffer: `self.register_buffer(...)`.")
+                        "counts as a model weight. A constant is a buffer: `self.register_buffer(...)`.",
+                        FROZEN_PARAMETER)
         plain = [n for k, n, _ in held if k == "plain attribute"]
         if plain:
-            raise Wrong(_plain_attribute_feedback(module, plain[0], features))
+            raise Wrong(_plain_attribute_feedback(module, plain[0], features), PLAIN_ATTRIBUTE)
         if held and not any(tuple(t.shape) == (features,) for _, _, t in held):
             shapes = ", ".join(f"{n} {tuple(t.shape)}" for _, n, t in held)
             raise Wrong(f"Scaler({features}) should hold a vector of {features} twos, shape ({features},); "
-                        f"it holds {shapes}. Make it with `torch.full((features,), 2.0)`.")
+                        f"it holds {shapes}. Make it with `torch.full((features,), 2.0)`.", misconceptions.WRONG_SHAPE)
         off_cpu = [f"{n} ({t.device})" for _, n, t in held if t.device.type != "cpu"]
         if off_cpu:
             raise Wrong(f"A new Scaler({features}) already holds tensors off the CPU: {', '.join(off_cpu)}. "
-                        "Create the constant on the default device and let `.to` move it.")
+                        "Create the constant on the default device and let `.to` move it.", CONSTANT_PLACED)
         _check_values(module, features, gen)
         if not held:
             _check_made_in_forward(module, features, gen)
@@ -463,13 +632,13 @@ def _check_made_in_forward(module: nn.Module, features: int, gen: torch.Generato
         raise Wrong(f"Scaler({features}) holds no tensor, and its forward multiplies by plain numbers only. "
                     "The exercise asks for a constant vector of `features` twos that belongs to the module "
                     "(so it follows `.to`): create it in `__init__` with `torch.full((features,), 2.0)` "
-                    "and register it with `self.register_buffer(...)`.")
+                    "and register it with `self.register_buffer(...)`.", PLAIN_NUMBER)
     if not any(len(shape) and shape[-1] == features for shape in watch.constants):
         shapes = ", ".join(str(shape) for shape in dict.fromkeys(watch.constants))
         raise Wrong(f"Scaler({features}) holds no tensor, and the constant its forward makes has shape {shapes}. "
                     f"It should be a vector of {features} twos, shape ({features},): "
                     "`torch.full((features,), 2.0)`, best made once in `__init__` and registered with "
-                    "`self.register_buffer(...)`.")
+                    "`self.register_buffer(...)`.", misconceptions.WRONG_SHAPE)
 
 
 def _plain_attribute_feedback(module: nn.Module, name: str, features: int) -> str:
@@ -494,18 +663,19 @@ def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> Non
                             f"Scaler({features})(x) for x {a_tensor(x)}")
         if not torch.equal(x, original):
             raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
-                        "Return a new tensor: `x * self.scale`.")
+                        "Return a new tensor: `x * self.scale`.", misconceptions.WRONG_VALUE)
         want = x * 2
         if out.shape != want.shape:
             raise Wrong(f"For x {a_tensor(x)}, Scaler({features})(x) has shape {tuple(out.shape)}; "
-                        f"it should keep x's shape {tuple(x.shape)}.")
+                        f"it should keep x's shape {tuple(x.shape)}.", misconceptions.WRONG_SHAPE)
         if out.dtype != want.dtype:
             raise Wrong(f"For {a_tensor(x)} your output is {str(out.dtype).replace('torch.', '')}. Keep the "
-                        "input's dtype: make the constant float32 (the default), as `torch.full((n,), 2.0)` does.")
+                        "input's dtype: make the constant float32 (the default), as `torch.full((n,), 2.0)` does.",
+                        misconceptions.WRONG_DTYPE)
         if out.device.type != "cpu":
-            raise Wrong(f"For a CPU input your output is on {out.device}: compute where the input is.")
+            raise Wrong(f"For a CPU input your output is on {out.device}: compute where the input is.", OUTPUT_MOVED)
         if not torch.allclose(out, want):
-            raise Wrong(_value_diagnosis(module, x, out, features))
+            raise Wrong(_value_diagnosis(module, x, out, features), misconceptions.WRONG_VALUE)
 
 
 def _value_diagnosis(module: nn.Module, x: torch.Tensor, out: torch.Tensor, features: int) -> str:
@@ -525,11 +695,11 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
     moved = call(module.to, dev, context=f"Scaler({features}).to({str(dev)!r})")
     if moved is not module:
         raise Wrong("`Scaler(n).to(device)` should return the module itself (nn.Module's own `.to` does); "
-                    "don't override `to`.")
+                    "don't override `to`.", OVERRODE_TO)
     stuck = [f"{name} ({kind}, on {t.device})" for kind, name, t in _held_tensors(module) if t.device.type != dev.type]
     if stuck:
         raise Wrong(f"After `Scaler({features}).to(\"{dev}\")` these are not on {dev}: {', '.join(stuck)}. "
-                    "Everything a module holds should follow `.to`: register tensors as buffers.")
+                    "Everything a module holds should follow `.to`: register tensors as buffers.", PLAIN_ATTRIBUTE)
     x = torch.randn(2, features, generator=gen).to(dev)
     try:
         with _ForwardWatch(x) as watch:
@@ -539,7 +709,7 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
             raise Wrong(f"After `.to(\"{dev}\")`, calling your Scaler on {a_tensor(x)} raised: "
                         f"{safe_repr(str(e.error), 160)}. Something in `forward` is not on {dev}: a tensor "
                         "created there with no device (e.g. `torch.full(...)` inside forward) lands on the "
-                        "CPU. Use the registered buffer, or `device=x.device`.") from None
+                        "CPU. Use the registered buffer, or `device=x.device`.", MADE_IN_FORWARD) from None
         raise
     if watch.mixes:  # meta let it through; a GPU would not
         op, other = watch.mixes[0]
@@ -547,12 +717,14 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
                     f"{describe(other)}. `{dev}` let that pass, but a GPU refuses it (\"Expected all tensors "
                     f"to be on the same device\"). Something in `forward` is not on {dev}: a tensor created there "
                     "with no device (e.g. `torch.full(...)` or `torch.diag(...)` inside forward) lands on the CPU. "
-                    "Register the constant as a buffer in `__init__`, or create it with `device=x.device`.")
+                    "Register the constant as a buffer in `__init__`, or create it with `device=x.device`.",
+                    MADE_IN_FORWARD)
     out = expect_tensor(out, f"Your Scaler's output for {a_tensor(x)}")
     if out.device != x.device:
-        raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.")
+        raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.",
+                    OUTPUT_MOVED)
     if out.shape != x.shape:
-        raise Wrong(f"For {a_tensor(x)} your output has shape {tuple(out.shape)}.")
+        raise Wrong(f"For {a_tensor(x)} your output has shape {tuple(out.shape)}.", misconceptions.WRONG_SHAPE)
     if dev.type != "meta" and not torch.allclose(out.cpu(), x.cpu() * 2):
-        raise Wrong(f"On {dev} your Scaler does not double its input.")
+        raise Wrong(f"On {dev} your Scaler does not double its input.", misconceptions.WRONG_VALUE)
 

@@ -15,11 +15,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import device as _device
-from .. import transfer
+from .. import misconceptions, transfer
 from ..exercises import grader
 from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_float,
                        expect_tensor, is_tensor, safe_repr, same_values, text_of)
 from ..quizzes import add_quiz
+from .l06_mismatch_errors import CONSTANT_AS_PARAMETER, MADE_IN_FORWARD, NO_SUPER_INIT, PLAIN_ATTRIBUTE
 
 # --- quizzes ---------------------------------------------------------------------------------
 
@@ -99,7 +100,7 @@ def _as_number(got: Any, what: str) -> float:
     """A real number from the learner's return value, or a kind Wrong."""
     value = expect_float(got, what)
     if math.isnan(value):
-        raise Wrong(f"{what} you returned NaN. Check for a division by zero or 0/0.")
+        raise Wrong(f"{what} you returned NaN. Check for a division by zero or 0/0.", misconceptions.WRONG_VALUE)
     return value
 
 
@@ -107,14 +108,20 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-15)
 
 
-def _diagnose(got: float, candidates: list[tuple[Callable[[], float], str]], default: str) -> str:
-    for formula, message in candidates:
+def _diagnose(got: float, want: float, candidates: list[tuple[Callable[[], float], str, str]], unit: str,
+              default: str) -> tuple[str, str]:
+    """What a wrong number says, and the code of its mistake: the first candidate formula that gives it, else a
+    rounded answer, else ``default`` (a wrong value the check names no mistake for)."""
+    for formula, message, code in candidates:
         try:
             if _close(got, float(formula())):
-                return message
+                return message, code
         except ZeroDivisionError:
             continue
-    return default
+    rounded = _rounded_feedback(got, want, unit)
+    if rounded:
+        return rounded, ROUNDED
+    return default, misconceptions.WRONG_VALUE
 
 
 def _fmt(want: float, got: float) -> tuple[str, str]:
@@ -156,6 +163,60 @@ def bandwidth_gbps(nbytes, seconds):
     return nbytes / seconds / 1e9
 
 
+GIB_FOR_GB = misconceptions.define(
+    "07.gib-for-gb", "Took a GiB (2**30 bytes) for a GB",
+    "Believes a GB is 2**30 bytes; that is a GiB, 7.4 % more. Bandwidth figures (spec sheets, PCIe, this course) "
+    "use decimal units: 1 GB = 10**9 bytes, so GB/s = bytes per second / 10**9.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="A tool reports 14.9 GiB/s and a spec sheet 16 GB/s. Which link is faster, and how do you convert?")
+COUNTED_BITS = misconceptions.define(
+    "07.counted-bits", "Mixed up bits and bytes",
+    "Converts between bits and bytes (x 8 or / 8) where everything is already in bytes: `nbytes` counts bytes "
+    "and GB/s is bytes per second. Bits are written Gbit/s (or Gb/s) and give numbers 8 times larger.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="A link moves 16 Gbit/s. How many GB/s is that, and which unit does `bandwidth_gbps` return?")
+MEGA_FOR_GIGA = misconceptions.define(
+    "07.mega-for-giga", "Used 10**6 where a GB is 10**9 bytes",
+    "Uses 10**6 (mega) for the giga of GB/s, which gives MB/s (1000 times too large) or bytes per second 1000 "
+    "times too small; 1 GB = 10**9 bytes. (A bandwidth 1000 times too large can also come from seconds taken for "
+    "milliseconds: the check cannot tell the two apart.)",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="How many bytes per second is 12 GB/s? And how many MB/s?")
+TIME_NOT_IN_SECONDS = misconceptions.define(
+    "07.time-not-in-seconds", "Times in milliseconds or microseconds, not seconds",
+    "Converts times that are already in seconds (`seconds`, `latency_s`) to milliseconds, or returns a time in "
+    "milliseconds or microseconds; every time in these functions is in seconds, whatever units a table displays.",
+    section=("07_transfer_cost", "2. Measure it: a sweep of sizes › Exercise 07.bandwidth_gbps"),
+    question="The sweep table shows a copy's time as `8.34 ms`. Which number do you pass as `seconds`, and which "
+             "unit does `transfer_time` return?")
+NO_GIGA = misconceptions.define(
+    "07.gb-not-converted", "Left out the 10**9 between GB and bytes",
+    "Mixes bytes and gigabytes without converting: bytes / seconds is bytes per second, not GB/s, and a bandwidth "
+    "in GB/s must become bytes per second (x 10**9) before it divides a number of bytes.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="A copy of 100 MB takes 8 ms. What is bytes / seconds, and how many GB/s is that?")
+GIGA_BACKWARDS = misconceptions.define(
+    "07.gb-converted-backwards", "Converted GB and bytes the wrong way",
+    "Applies the 10**9 in the wrong direction: bytes per second / 10**9 gives GB/s, and GB/s x 10**9 gives bytes "
+    "per second, not the other way round.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="To turn 12 GB/s into bytes per second, do you multiply or divide by 10**9? And to turn bytes per "
+             "second into GB/s?")
+RATE_INVERTED = misconceptions.define(
+    "07.rate-formula-inverted", "Multiplied where the rate divides, or upside down",
+    "Combines bytes, time and bandwidth the wrong way (bytes x time, time / bytes, bytes x bandwidth, "
+    "bandwidth / bytes). Bandwidth is what flows per second: bandwidth = bytes / seconds, so "
+    "time = bytes / bandwidth.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="A copy twice as large, on the same link: does its bandwidth double? Does its flowing time?")
+ROUNDED = misconceptions.define(
+    "07.rounded-result", "Returned a rounded number",
+    "Rounds the result (`round`, `int`, `//`, a format string), perhaps to match the sweep table's display; the "
+    "function should return the full value and leave rounding to whatever displays it.",
+    section=("07_transfer_cost", "2. Measure it: a sweep of sizes › Exercise 07.bandwidth_gbps"),
+    question="The table shows bandwidths to 2 decimal places. Why should `bandwidth_gbps` still return every digit?")
+
+
 _BANDWIDTH_CASES = ((100_000_000, 0.008), (4096, 2.5e-6), (2**30, 0.085), (64, 1.2e-5),
                     (12_000_000_000, 1.0), (0, 1e-5), (3_000_000, 0.75))
 
@@ -176,29 +237,28 @@ def _grade_bandwidth_gbps(fn: Callable) -> str:
             continue
         candidates = [
             (lambda: n / s / 2**30, "You divided by 2**30: that is GiB/s. Bandwidth figures use "
-                                    "1 GB = 10**9 bytes."),
+                                    "1 GB = 10**9 bytes.", GIB_FOR_GB),
             (lambda: n * 8 / s / 1e9, "That is 8 times too much: you counted bits (Gbit/s). "
-                                      "GB/s counts bytes."),
+                                      "GB/s counts bytes.", COUNTED_BITS),
             (lambda: n * 8 / s / 2**30, "You counted bits and used GiB (2**30). GB/s counts bytes, "
-                                        "with 1 GB = 10**9 bytes."),
+                                        "with 1 GB = 10**9 bytes.", COUNTED_BITS),
             (lambda: n / s / 1e6, "That is 1000 times too much: did you divide by 10**6 (that gives MB/s) "
-                                  "or treat the seconds as milliseconds?"),
+                                  "or treat the seconds as milliseconds?", MEGA_FOR_GIGA),
             (lambda: n / (s * 1e3) / 1e9, "That is 1000 times too little: `seconds` is already in "
-                                          "seconds; do not convert it to milliseconds."),
-            (lambda: n / s, "That is bytes per second. Divide by 10**9 to get GB/s."),
+                                          "seconds; do not convert it to milliseconds.", TIME_NOT_IN_SECONDS),
+            (lambda: n / s, "That is bytes per second. Divide by 10**9 to get GB/s.", NO_GIGA),
             (lambda: n / s * 1e9, "You multiplied by 10**9 where you should divide: GB/s = bytes "
-                                  "per second / 10**9."),
+                                  "per second / 10**9.", GIGA_BACKWARDS),
             (lambda: s / n * 1e9, "Your formula is upside down (seconds per byte). Bandwidth is bytes "
-                                  "divided by seconds."),
+                                  "divided by seconds.", RATE_INVERTED),
             (lambda: s / n / 1e9, "Your formula is upside down (seconds per byte). Bandwidth is bytes "
-                                  "divided by seconds."),
+                                  "divided by seconds.", RATE_INVERTED),
             (lambda: n * s / 1e9, "You multiplied by the time where you should divide by it: "
-                                  "bandwidth = bytes / seconds."),
+                                  "bandwidth = bytes / seconds.", RATE_INVERTED),
         ]
-        diagnosis = (_diagnose(got, candidates, "") or _rounded_feedback(got, want, "GB/s")
-                     or "Bandwidth in GB/s = bytes / seconds / 10**9.")
+        diagnosis, code = _diagnose(got, want, candidates, "GB/s", "Bandwidth in GB/s = bytes / seconds / 10**9.")
         want_text, got_text = _fmt(want, got)
-        raise Wrong(f"{where} the bandwidth is {want_text} GB/s, you returned {got_text}. {diagnosis}")
+        raise Wrong(f"{where} the bandwidth is {want_text} GB/s, you returned {got_text}. {diagnosis}", code)
     return f"Right on {len(_BANDWIDTH_CASES)} copies, from 0 bytes to 12 GB, in decimal GB/s."
 
 
@@ -207,6 +267,20 @@ def _grade_bandwidth_gbps(fn: Callable) -> str:
 def transfer_time(nbytes, latency_s, bandwidth_gbps):
     """Seconds to move ``nbytes`` bytes by the latency + bandwidth model (bandwidth in GB/s, 1 GB = 10**9 bytes)."""
     return latency_s + nbytes / (bandwidth_gbps * 1e9)
+
+
+NO_LATENCY = misconceptions.define(
+    "07.forgot-latency", "Left the latency out of a copy's time",
+    "Believes a copy's time is bytes / bandwidth alone; every copy also pays a fixed start-up cost, the latency, "
+    "even a copy of 0 bytes: time = latency + bytes / bandwidth. Small copies are almost all latency.",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="How long does a copy of 0 bytes take on a link with 10 µs latency and 12 GB/s? And one of 4 KB?")
+LATENCY_MULTIPLIED = misconceptions.define(
+    "07.latency-multiplied", "Multiplied the latency by the flowing time",
+    "Believes the latency scales the flowing time; the two costs add up: time = latency + bytes / bandwidth "
+    "(the product is not even a time).",
+    section=("07_transfer_cost", "1. Two numbers describe a copy"),
+    question="On the log-log plot of section 2, which part of the curve is the latency, and which the bandwidth?")
 
 
 _TIME_CASES = ((100_000_000, 1e-5, 12.0), (4096, 1e-5, 12.0), (0, 8e-6, 25.0), (2**30, 8e-6, 12.0),
@@ -229,33 +303,33 @@ def _grade_transfer_time(fn: Callable) -> str:
             continue
         flow = n / (bw * 1e9)
         candidates = [
-            (lambda: flow, "You forgot the latency: every copy pays it, even a copy of 0 bytes."),
+            (lambda: flow, "You forgot the latency: every copy pays it, even a copy of 0 bytes.", NO_LATENCY),
             (lambda: lat + n / (bw * 2**30), "You used GiB (2**30 bytes). The bandwidth is in GB/s: "
-                                             "1 GB = 10**9 bytes."),
+                                             "1 GB = 10**9 bytes.", GIB_FOR_GB),
             (lambda: lat + 8 * n / (bw * 1e9), "The flowing part is 8 times too long: you counted bits. "
-                                               "The bandwidth is in bytes per second already."),
+                                               "The bandwidth is in bytes per second already.", COUNTED_BITS),
             (lambda: lat + n / (8 * bw * 1e9), "The flowing part is 8 times too short: you converted "
-                                               "bits and bytes. Both are in bytes already."),
-            (lambda: 1e3 * want, "That is the time in milliseconds; return seconds."),
-            (lambda: 1e6 * want, "That is the time in microseconds; return seconds."),
-            (lambda: 1e3 * lat + flow, "`latency_s` is already in seconds; do not convert it."),
+                                               "bits and bytes. Both are in bytes already.", COUNTED_BITS),
+            (lambda: 1e3 * want, "That is the time in milliseconds; return seconds.", TIME_NOT_IN_SECONDS),
+            (lambda: 1e6 * want, "That is the time in microseconds; return seconds.", TIME_NOT_IN_SECONDS),
+            (lambda: 1e3 * lat + flow, "`latency_s` is already in seconds; do not convert it.", TIME_NOT_IN_SECONDS),
             (lambda: lat + flow * 1e3, "The flowing part is 1000 times too long: bytes per second is "
-                                       "`bandwidth_gbps * 1e9`, not `* 1e6`."),
-            (lambda: lat + n / bw, "You forgot to turn GB/s into bytes per second (x 10**9)."),
+                                       "`bandwidth_gbps * 1e9`, not `* 1e6`.", MEGA_FOR_GIGA),
+            (lambda: lat + n / bw, "You forgot to turn GB/s into bytes per second (x 10**9).", NO_GIGA),
             (lambda: lat + n / (bw / 1e9), "You divided the bandwidth by 10**9 where you should multiply: "
-                                           "bytes per second = GB/s x 10**9."),
+                                           "bytes per second = GB/s x 10**9.", GIGA_BACKWARDS),
             (lambda: lat + n * bw * 1e9, "You multiplied the bytes by the bandwidth where you should "
-                                         "divide: time = bytes / (bytes per second)."),
+                                         "divide: time = bytes / (bytes per second).", RATE_INVERTED),
             (lambda: lat + n * bw / 1e9, "You multiplied the bytes by the bandwidth where you should "
-                                         "divide: time = bytes / (bytes per second)."),
+                                         "divide: time = bytes / (bytes per second).", RATE_INVERTED),
             (lambda: lat + bw * 1e9 / n, "Your flowing part is upside down: time = bytes / bandwidth, "
-                                         "not bandwidth / bytes."),
-            (lambda: lat * n / (bw * 1e9), "You multiplied the latency by the flowing time; add them."),
+                                         "not bandwidth / bytes.", RATE_INVERTED),
+            (lambda: lat * n / (bw * 1e9), "You multiplied the latency by the flowing time; add them.",
+             LATENCY_MULTIPLIED),
         ]
-        diagnosis = (_diagnose(got, candidates, "") or _rounded_feedback(got, want, "s")
-                     or "Time = latency_s + nbytes / (bandwidth_gbps x 10**9).")
+        diagnosis, code = _diagnose(got, want, candidates, "s", "Time = latency_s + nbytes / (bandwidth_gbps x 10**9).")
         want_text, got_text = _fmt(want, got)
-        raise Wrong(f"{where} the model gives {want_text} s, you returned {got_text}. {diagnosis}")
+        raise Wrong(f"{where} the model gives {want_text} s, you returned {got_text}. {diagnosis}", code)
     return f"Right on {len(_TIME_CASES)} copies, from 0 bytes (all latency) to 1 GB (nearly all bandwidth)."
 
 
@@ -274,6 +348,117 @@ ARITHMETIC = frozenset({
     "scatter_reduce", "index_reduce", "mm", "bmm", "addmm", "addmv", "mv", "matmul", "dot", "einsum",
     "baddbmm", "_foreach_add", "_foreach_add_", "linear", "tensordot",
 })
+
+NEVER_MOVED = misconceptions.define(
+    "07.batches-never-copied", "The batches were never copied with `.to`",
+    "No tensor copy carried the batches to the device: the sum was made and kept on the CPU, or the data was "
+    "rebuilt there from Python lists (`torch.tensor(t.tolist(), device=...)`, which reads every value into "
+    "Python first: slow, and no copy the check sees). One `.to(device)` of the stacked batches is the copy asked "
+    "for.",
+    section=("07_transfer_cost", "5. Move data once"),
+    question="Which PyTorch call copies the stacked batches to `device`, and what does "
+             "`torch.tensor(t.tolist(), device=device)` do on the way?")
+COPY_PER_BATCH = misconceptions.define(
+    "07.copy-per-batch", "One copy per batch instead of one for all",
+    "Moves each batch with its own `.to(device)`; every copy pays the latency again, so many small copies cost "
+    "far more than one copy of the same bytes. Stack the batches on the CPU (`torch.stack`) and move the stack "
+    "once.",
+    section=("07_transfer_cost", "5. Move data once"),
+    question="1,000 batches of 4 KB on a 10 µs, 12 GB/s link: about how long do 1,000 copies take, and one copy "
+             "of all of them?")
+RESULT_MOVED_BACK = misconceptions.define(
+    "07.result-moved-back", "Moved the result back to the CPU",
+    "Brings the result back (`.cpu()`, `.to('cpu')`) as if a function must return CPU data; each copy back "
+    "costs a transfer and, on a GPU, a wait. Keep the result on the device: the caller decides when (and "
+    "whether) to read it.",
+    section=("07_transfer_cost", "5. Move data once"),
+    question="In section 5, how many copies back does `there_once` make, and why is `sum_batches` asked to make "
+             "none?")
+SUMMED_ON_CPU = misconceptions.define(
+    "07.summed-on-cpu", "Added the batches up on the CPU",
+    "Computes the sum before the copy (or beside it) on the CPU, in PyTorch or NumPy, and moves or rebuilds only "
+    "the result; the work belongs where the data is going: move the stacked batches once, then add them on the "
+    "device.",
+    section=("07_transfer_cost", "5. Move data once"),
+    question="Stacking on the CPU is allowed but adding is not: what is the difference between the two for the "
+             "device?")
+CHANGED_LIST = misconceptions.define(
+    "07.changed-input-list", "Changed the list it was given",
+    "Edits the caller's list (`pop`, `append`, item assignment) as if it were the function's own; the caller "
+    "still holds that list. Build new lists or tensors instead.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="After `first = batches.pop(0)` inside `sum_batches`, what does the caller's list hold?")
+ADDED_INTO_INPUT = misconceptions.define(
+    "07.added-into-input", "Added in place into an input batch",
+    "Believes `total = batches[0]` (or `batches[0].to(device)` when the device is the CPU) makes a new tensor; "
+    "it names the same tensor, so `total += b` writes into the caller's first batch. Start from a copy "
+    "(`.clone()`) or add out of place.",
+    section=("07_transfer_cost", "3. Moving a tensor to where it already is"),
+    question="`t` is on the CPU and `u = t.to('cpu')`. After `u += 1`, what is in `t`? How do you get a copy?")
+RETURNED_INPUT = misconceptions.define(
+    "07.returned-input-itself", "Returned an input batch itself",
+    "Believes `batch.to(device)` always makes a new tensor; when the batch is already on that device (and "
+    "dtype) `.to` returns the very same tensor, so the caller's batch comes back as the result. Ask for a copy "
+    "(`.clone()`, `copy=True`).",
+    section=("07_transfer_cost", "3. Moving a tensor to where it already is"),
+    question="What does `t.to(t.device) is t` print, and what does `t.to(t.device, copy=True) is t` print?")
+SQUEEZED_BATCH_DIM = misconceptions.define(
+    "07.squeeze-dropped-batch-dim", "`squeeze()` dropped the dimension of the batches",
+    "Uses `squeeze()` to tidy the stacked shape; it drops every dimension of size 1, including the stacking "
+    "dimension when there is only one batch, and the sum then runs over the wrong dimension.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="What is the shape of `torch.stack([torch.ones(2, 3)]).squeeze()`, and what does `.sum(dim=0)` of it "
+             "add up?")
+CAT_FOR_STACK = misconceptions.define(
+    "07.cat-for-stack", "`torch.cat` where the sum needs `torch.stack`",
+    "Believes `torch.cat` and `torch.stack` pack batches the same way; `cat` joins them along their existing "
+    "first dimension, so summing over `dim=0` also adds the rows within each batch. `stack` adds a new first "
+    "dimension, one entry per batch, to sum over.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="For two batches of shape (3, 4), what shapes do `torch.cat` and `torch.stack` give, and what does "
+             "`.sum(dim=0)` of each add up?")
+STACK_DIM_KEPT = misconceptions.define(
+    "07.stack-dim-kept", "Did not add up over the stacking dimension",
+    "Stacks and moves the batches but returns the stack (or adds over another dimension); the element-wise sum "
+    "of the batches is the sum over the new first dimension: `.sum(dim=0)`.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="`stacked = torch.stack(batches)` holds 3 batches of shape (4,). What is its shape, and which `dim` "
+             "gives their element-wise sum?")
+SUM_PROMOTES = misconceptions.define(
+    "07.sum-promoted-int", "`torch.sum` turned small integers into `int64`",
+    "Expects `torch.sum` to keep the dtype; for integer (and bool) tensors it returns `int64` unless told "
+    "`dtype=`, while `+` keeps the dtype of its operands.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="What dtype does `torch.stack([a, a]).sum(0)` have for `int32` batches, and how do you keep "
+             "`int32`?")
+FLOAT_ZEROS = misconceptions.define(
+    "07.float-zeros-accumulator", "Started the total from float `torch.zeros`",
+    "Starts the running total with `torch.zeros(shape)`, which is `float32` by default whatever the batches' "
+    "dtype, so integer batches give a float sum. `torch.zeros_like(batch)` takes the batch's dtype (and "
+    "device).",
+    section=("01_tensors", "5. Zeros like another tensor"),
+    question="`b` is an `int32` batch. What dtypes do `torch.zeros(b.shape)` and `torch.zeros_like(b)` have?")
+TOTAL_OVERWRITTEN = misconceptions.define(
+    "07.total-overwritten", "Replaced the running total instead of adding",
+    "The loop assigns each batch to the total (`total = b`) instead of adding it (`total = total + b`), so "
+    "the result is the last batch.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="Trace `total = b` and `total = total + b` over three batches: what does each leave in `total`?")
+MEAN_NOT_SUM = misconceptions.define(
+    "07.mean-not-sum", "Returned the mean instead of the sum",
+    "Averages where the sum is asked for (`.mean()`, or the sum divided by the count); the element-wise sum of "
+    "the batches (or the total of the losses) is not divided by their number.",
+    section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
+    question="For batches [1, 2], [3, 4] and [5, 6], what is their element-wise sum, and what is their mean?")
+PINNED_WITHOUT_ACCELERATOR = misconceptions.define(
+    "07.pinned-without-accelerator", "Pinned memory on a machine without an accelerator",
+    "Believes pinning is a CPU-side speed-up that works anywhere; pinned memory is set up by an accelerator's "
+    "driver for its copy engine, so `.pin_memory()` (and `pin_memory=True` on a factory) raises without one. "
+    "Pin only when the copy goes to a GPU.",
+    section=("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
+    question="What does `torch.ones(3).pin_memory()` do on a machine without a GPU, and what does "
+             "`DataLoader(..., pin_memory=True)` do there?")
+
 
 _VALUE_CASES = (  # (number of batches, batch shape, dtype)
     (3, (4,), torch.float32), (2, (3, 4), torch.int32), (1, (2, 3), torch.float64), (5, (), torch.int64),
@@ -316,12 +501,12 @@ def _check_inputs_untouched(batches: list[torch.Tensor], originals: list[torch.T
     if len(batches) != len(originals) or any(a is not b for a, b in zip(batches, originals)):
         raise Wrong(f"With {label}, your function changed the list it was given (it now holds "
                     f"{len(batches)} item(s), or different tensors). Build new lists or tensors instead "
-                    "of editing `batches`.")
+                    "of editing `batches`.", CHANGED_LIST)
     for b, s in zip(originals, saved):
         if not same_values(b, s):
             raise Wrong(f"With {label}, your function changed the values of an input batch: an in-place "
                         "add (`total = batches[0]; total += ...`) writes into the first batch. Start from "
-                        "a new tensor (e.g. `.clone()`) or use out-of-place `+` / `sum`.")
+                        "a new tensor (e.g. `.clone()`) or use out-of-place `+` / `sum`.", ADDED_INTO_INPUT)
 
 
 def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], device: torch.device,
@@ -333,36 +518,37 @@ def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], dev
                 for b in batches)):
         raise Wrong(f"With {label}, you returned one of the input batches itself (or a view of it), not "
                     "a new tensor. Careful: `.to(device)` returns the very same tensor when it is already "
-                    "there. Changing your result would change the caller's batch; return a new tensor.")
+                    "there. Changing your result would change the caller's batch; return a new tensor.",
+                    RETURNED_INPUT)
     if got.device.type != device.type:
         if got.device.type == "cpu":
             raise Wrong(f"With {label}, your result is on the CPU, but it should stay on `{device}`: "
-                        "do not move it back (`.cpu()`, `.to('cpu')`), the caller decides when to.")
-        raise Wrong(f"With {label}, your result is on `{got.device}`, not on `{device}`.")
+                        "do not move it back (`.cpu()`, `.to('cpu')`), the caller decides when to.", RESULT_MOVED_BACK)
+        raise Wrong(f"With {label}, your result is on `{got.device}`, not on `{device}`.", misconceptions.WRONG_DEVICE)
     if got.shape != want.shape:
         if len(batches) == 1:
-            why = (" For a single batch the sum is that batch (as a new tensor): watch out for "
-                   "`squeeze()`, which also drops the batch dimension when there is only one.")
+            why, code = (" For a single batch the sum is that batch (as a new tensor): watch out for `squeeze()`, "
+                         "which also drops the batch dimension when there is only one."), SQUEEZED_BATCH_DIM
         elif want.ndim and got.shape == want.shape[1:]:
-            why = (" You also added up along the first dimension of each batch. `torch.cat` joins the "
-                   "batches along their existing first dimension; `torch.stack` adds a new one in front "
-                   "to sum over.")
+            why, code = (" You also added up along the first dimension of each batch. `torch.cat` joins the "
+                         "batches along their existing first dimension; `torch.stack` adds a new one in front "
+                         "to sum over."), CAT_FOR_STACK
         elif got.ndim == want.ndim + 1:
-            why = " You kept the stacking dimension: sum over it (`dim=0`)."
+            why, code = " You kept the stacking dimension: sum over it (`dim=0`).", STACK_DIM_KEPT
         else:
-            why = ""
+            why, code = "", misconceptions.WRONG_SHAPE
         raise Wrong(f"With {label}, the sum has shape {tuple(want.shape)}, your result has shape "
-                    f"{tuple(got.shape)}.{why}")
+                    f"{tuple(got.shape)}.{why}", code)
     if got.dtype != want.dtype:
         if not want.dtype.is_floating_point and got.dtype == torch.int64:
-            why = (" `torch.sum` turns small integer types into int64: pass `dtype=` "
-                   "(e.g. `.sum(dim=0, dtype=stacked.dtype)`) or add with `+`.")
+            why, code = (" `torch.sum` turns small integer types into int64: pass `dtype=` "
+                         "(e.g. `.sum(dim=0, dtype=stacked.dtype)`) or add with `+`."), SUM_PROMOTES
         elif not want.dtype.is_floating_point and got.dtype.is_floating_point:
-            why = (" Integer batches gave a floating-point sum: did you start from `torch.zeros(...)`, "
-                   "which is float32 by default? Use the batches' dtype (e.g. `torch.zeros_like`).")
+            why, code = (" Integer batches gave a floating-point sum: did you start from `torch.zeros(...)`, "
+                         "which is float32 by default? Use the batches' dtype (e.g. `torch.zeros_like`)."), FLOAT_ZEROS
         else:
-            why = " Keep the dtype of the batches."
-        raise Wrong(f"With {label}, the sum has dtype {want.dtype}, your result has dtype {got.dtype}.{why}")
+            why, code = " Keep the dtype of the batches.", misconceptions.WRONG_DTYPE
+        raise Wrong(f"With {label}, the sum has dtype {want.dtype}, your result has dtype {got.dtype}.{why}", code)
     return got
 
 
@@ -372,14 +558,15 @@ def _preview(t: torch.Tensor, count: int = 4) -> str:
     return f"[{text}{', …' if t.numel() > count else ''}]"
 
 
-def _diagnose_values(got: torch.Tensor, want: torch.Tensor, batches: list[torch.Tensor]) -> str:
+def _diagnose_values(got: torch.Tensor, want: torch.Tensor, batches: list[torch.Tensor]) -> tuple[str, str]:
+    """What wrong values say, and the code of the mistake they name."""
     got_c = got.cpu()
     if any(_values_match(got_c, b) for b in batches) and len(batches) > 1:
         return (" Your result equals one of the batches: does your loop replace the running total "
-                "(`total = b`) instead of adding to it?")
+                "(`total = b`) instead of adding to it?", TOTAL_OVERWRITTEN)
     if want.dtype.is_floating_point and _values_match(got_c * len(batches), want):
-        return " Your result is the mean (the sum divided by the number of batches): return the sum."
-    return ""
+        return " Your result is the mean (the sum divided by the number of batches): return the sum.", MEAN_NOT_SUM
+    return "", misconceptions.WRONG_VALUE
 
 
 def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.device,
@@ -391,7 +578,8 @@ def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.dev
         except NotImplementedError as e:  # the stub was caught earlier; this comes from `meta`
             raise Wrong(f"With {label}, your code raised NotImplementedError: {safe_repr(str(e), 200)}. "
                         "Meta tensors have no data, so code that reads values (`.tolist()`, `.item()`, "
-                        "NumPy) cannot run there. Keep the whole sum as tensor operations.") from None
+                        "NumPy) cannot run there. Keep the whole sum as tensor operations.",
+                        misconceptions.READ_META) from None
         except (KeyboardInterrupt, TimeLimit):
             raise
         except RuntimeError as e:
@@ -399,7 +587,7 @@ def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.dev
                 raise Wrong(f"With {label}, your code raised RuntimeError: {safe_repr(str(e), 200)}. "
                             "Meta tensors have no data, so reading a value (`.item()`, `float(t)`, `if t:`) "
                             "cannot run there. On a GPU each such read is a synchronisation too: keep the "
-                            "sum as tensor operations.") from None
+                            "sum as tensor operations.", misconceptions.READ_META) from None
             raise Crashed(e, label) from None
         except BaseException as e:
             raise Crashed(e, label) from None
@@ -420,27 +608,27 @@ def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Ten
                  if on_cpu_result else ".")
         raise Wrong(f"With {label}, {counted}{where} Move the data with `.to(device)` (the check sees "
                     "copies made by `.to`, `.cuda()`, `torch.as_tensor` and `copy_`; a tensor rebuilt from "
-                    "Python lists with `torch.tensor(...)` hides its copy and is slow).")
+                    "Python lists with `torch.tensor(...)` hides its copy and is slow).", NEVER_MOVED)
     if h2d > 1:
         per_batch = (" That is one transfer per batch: each pays the latency." if h2d == count else "")
         raise Wrong(f"With {label}, {counted}, expected exactly 1.{per_batch} Stack the batches on the CPU "
-                    "(`torch.stack(batches)`) and move the stack once.")
+                    "(`torch.stack(batches)`) and move the stack once.", COPY_PER_BATCH)
     if seen.device_to_host or on_cpu_result:
         raise Wrong(f"With {label}, {counted} (good), but your result is on the CPU"
                     f"{f' (I saw {seen.device_to_host} copy back from the device)' if seen.device_to_host else ''}"
-                    f". Return the sum on `device`; the caller decides when to bring it back.")
+                    f". Return the sum on `device`; the caller decides when to bring it back.", RESULT_MOVED_BACK)
     if count > 1 and moved < count * one_batch:
         math_seen = f" I saw `{'`, `'.join(cpu_math)}` run on CPU tensors." if cpu_math else ""
         raise Wrong(f"With {label}, {counted} (good), but it carried {moved:,} bytes: all {count} batches "
                     f"are {count * one_batch:,} bytes. You added the batches up on the CPU and moved the "
-                    f"result.{math_seen} Move the stacked batches, then add them on the device.")
+                    f"result.{math_seen} Move the stacked batches, then add them on the device.", SUMMED_ON_CPU)
     if cpu_math:
         raise Wrong(f"With {label}, {counted} (good), but `{'`, `'.join(cpu_math)}` ran on CPU tensors: "
                     "the sum must be computed on the device. Stacking on the CPU is fine (a copy, not a "
-                    "sum); the adding belongs after the move.")
+                    "sum); the adding belongs after the move.", SUMMED_ON_CPU)
     if count > 1 and not device_math:
         raise Wrong(f"With {label}, {counted} (good), but I saw no addition (`add`, `sum`, ...) on "
-                    f"`{device}`. Add the batches up on the device, with tensor operations.")
+                    f"`{device}`. Add the batches up on the device, with tensor operations.", SUMMED_ON_CPU)
 
 
 def _check_values(fn: Callable, devices: list[torch.device], gen: torch.Generator) -> None:
@@ -457,8 +645,9 @@ def _check_values(fn: Callable, devices: list[torch.device], gen: torch.Generato
             _check_inputs_untouched(batches, originals, saved, label)
             got = _check_result(got, want, originals, dev, label)
             if not _values_match(got, want):
+                why, code = _diagnose_values(got, want, originals)
                 raise Wrong(f"With {label}, the values are wrong: expected {_preview(want)}, got "
-                            f"{_preview(got)}." + _diagnose_values(got, want, originals))
+                            f"{_preview(got)}." + why, code)
 
 
 #: What PyTorch says when code needs an accelerator that this machine lacks (pinning memory does).
@@ -485,13 +674,14 @@ def _no_accelerator_feedback(e: Crashed) -> Wrong | None:
             "device when none is available.\" on a CPU-only build, \"Found no NVIDIA driver on your "
             "system\" on a CUDA build without a GPU. This exercise does not need pinning: stack the batches "
             "and move them with one `.to(device)`. To keep it anyway, pin only when the copy goes to a GPU: "
-            "`if device.type == \"cuda\": stacked = stacked.pin_memory()`.")
+            "`if device.type == \"cuda\": stacked = stacked.pin_memory()`.", PINNED_WITHOUT_ACCELERATOR)
     return Wrong(f"With {e.context}, {said}\nThat call needs an accelerator, and this machine has none. Here "
                  "that usually comes from pinning memory (`.pin_memory()`, `pin_memory=True`: the accelerator's "
                  "driver sets pinned memory up) or from naming a GPU yourself (`.cuda()`, `\"cuda\"`). The "
                  "exercise needs neither: stack the batches and move them with one `.to(device)`, using the "
                  "`device` you are given; that works for every device, the CPU included. To pin anyway, pin "
-                 "only when the copy goes to a GPU: `if device.type == \"cuda\": stacked = stacked.pin_memory()`.")
+                 "only when the copy goes to a GPU: `if device.type == \"cuda\": stacked = stacked.pin_memory()`.",
+                 misconceptions.RAISED_DEVICE)
 
 
 @grader("07.sum_batches", reference=sum_batches, title="Move once, add on the device", hints=(
@@ -570,6 +760,86 @@ class Classifier(nn.Module):
             optimizer.step()
             total += loss.detach()                                # no .item(): nothing waits, step after step
         return optimizer, total
+
+
+BATCH_NOT_MOVED = misconceptions.define(
+    "07.batch-not-moved", "A batch's inputs or labels never moved",
+    "Moves the model to the device but not the data it is fed: each batch's `inputs` and `labels` are still "
+    "CPU tensors when they meet the weights or the output. `Module.to` moves the model's own tensors only; "
+    "each batch needs `inputs = inputs.to(device)` (and the labels with it) inside the loop.",
+    section=("06_mismatch_errors", "2. Cause: an input that was never moved"),
+    question="`self.to(device)` has run. Where are a batch's `inputs` and `labels` when the loop takes them, and "
+             "which line moves them?")
+MADE_IN_FIT = misconceptions.define(
+    "07.made-in-fit-without-device", "A tensor made in the training code without `device=`",
+    "Believes a tensor made in the training loop beside device tensors (a scale, an offset, a mask) lands on their "
+    "device; a factory call (`torch.ones`, `torch.full`, `torch.tensor`...) uses the default device, the CPU, "
+    "unless given `device=device`.",
+    section=("06_mismatch_errors", "3. Cause: a tensor made inside `forward`"),
+    question="`fit` is given `device`. Where does `torch.ones(8)` made inside `fit` live, and how do you make it "
+             "where the batches go?")
+OPTIMIZER_BEFORE_MOVE = misconceptions.define(
+    "07.optimizer-before-move", "Optimizer built or loaded before the model moved",
+    "Builds the optimizer or loads its state before `model.to(device)`. State loaded then goes next to the CPU "
+    "parameters and stays there (a GPU step raises); on `meta`, where `.to` makes new parameter objects, an "
+    "optimizer built before the move holds the old ones and trains nothing. Move the model, then build the "
+    "optimizer, then load its state: `load_state_dict` puts each state tensor next to its parameter.",
+    section=("06_mismatch_errors", "6. Optimizer state"),
+    question="Resuming from a checkpoint: in which order do `model.to(device)`, building the optimizer and "
+             "`optimizer.load_state_dict(...)` go, and why?")
+OPTIMIZER_NOT_LOADED = misconceptions.define(
+    "07.optimizer-state-not-loaded", "Resumed without the optimizer's state",
+    "Believes loading the model's weights resumes training; the optimizer's state (Adam's running averages and "
+    "step count) is saved apart and must be loaded too, into the optimizer built after the move: "
+    "`optimizer.load_state_dict(checkpoint[\"optimizer\"])`.",
+    section=("06_mismatch_errors", "6. Optimizer state"),
+    question="What does Adam keep for each parameter, and what is lost if a resumed run loads only the model's "
+             "`state_dict`?")
+LOSS_WEIGHT_ON_CPU = misconceptions.define(
+    "07.loss-weight-on-cpu", "The loss's class weights left on the CPU",
+    "Makes the loss's constants (`weight=`, `pos_weight=`) with `torch.tensor([...])`, on the CPU, while the "
+    "model's output is on the device; the model's `.to` does not move them. Make them with `device=device` "
+    "(with `nn.CrossEntropyLoss(weight=w)`, moving the loss module moves its weight, a buffer).",
+    section=("06_mismatch_errors", "Pitfalls"),
+    question="`class_weights = torch.tensor([1.0, 2.0, 1.0])` and the logits are on the GPU. What does "
+             "`F.cross_entropy(logits, labels, weight=class_weights)` do, and what is the fix?")
+READ_EVERY_STEP = misconceptions.define(
+    "07.value-read-every-step", "A value read back every step",
+    "Believes `loss.item()` (or `float(loss)`, `print(loss)`, `.cpu()`) costs only a few bytes; on a GPU it "
+    "makes the CPU wait for all queued work, every step, so it can no longer run ahead. Keep the running total "
+    "on the device and read it once at the end.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="Which lines of a training loop make the CPU wait for the GPU, and how do you log the loss without "
+             "waiting every step?")
+TOTAL_READ_BACK = misconceptions.define(
+    "07.total-read-back", "Returned the total as a number or on the CPU",
+    "Returns the running total as a Python number (`.item()`, `float`) or a CPU tensor (`.cpu()`), as if a "
+    "result had to come back to the host; each is a wait on a GPU. Keep the total a 0-dim tensor on the "
+    "device and let the caller read it.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="`total` is a 0-dim tensor on the GPU. What does `total.item()` cost, and who should call it?")
+TOTAL_KEEPS_GRAPH = misconceptions.define(
+    "07.total-keeps-graph", "A running total of the loss itself (`total += loss`)",
+    "Adds the loss itself to a running total; the loss requires grad, so the total does too and keeps every "
+    "step's autograd graph (with its saved activations) alive. Add `loss.detach()`, the value without the graph.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="After `total += loss` for three steps, does `total` require grad, and what does it keep alive? "
+             "What does `loss.detach()` change?")
+CHANGED_ARITHMETIC = misconceptions.define(
+    "07.changed-the-arithmetic", "Changed what the script computes, not where",
+    "Fixes a device bug by changing the computation (dropping the loss's class weights, another model, loss or "
+    "optimizer) instead of moving or making tensors on the device; the trained weights then differ from the "
+    "reference's. Device fixes change where tensors live, never the numbers.",
+    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
+    question="The class weights are on the CPU. Why is deleting `weight=class_weights` not a fix, and what is?")
+SCRIPT_CHANGED = misconceptions.define(
+    "07.script-structure-changed", "Changed the given script's structure",
+    "Changes what the check builds on (`Classifier` an `nn.Module`, its `layer` and `mean`, the `fit` method, "
+    "its state names) while fixing the devices; the check must build the model, load the checkpoint and run "
+    "`fit` as the given script does.",
+    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
+    question="Which parts of the capstone's script must stay as given for the check to compare your training "
+             "with the reference's?")
 
 
 _CAPSTONE_STEPS = 4
@@ -704,7 +974,8 @@ def _on(device: torch.device) -> str:
     return f"on `{device}`"
 
 
-def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> str:
+def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> tuple[str, str]:
+    """What the first operation that mixed the CPU with ``device`` says, and the code of the bug it names."""
     on = _on(device)
     gpu = (" On a GPU that line raises \"Expected all tensors to be on the same device\" (or \"... but got mat1 "
            "is on cpu\"); `cu.explain_error()` after it explains the message.")
@@ -715,16 +986,16 @@ def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.d
                 "because it was loaded while the parameters were still there. Move the model first, then build "
                 "the optimizer and load its state: `optimizer.load_state_dict` puts each state tensor where its "
                 "parameter is at that moment." + gpu + " `cu.show_devices(self, optimizer)` shows where each "
-                "state tensor lives.")
+                "state tensor lives.", OPTIMIZER_BEFORE_MOVE)
     if "inputs" in labels:
         return (f"Bug: an input never moved. Your model's weights are {on}, but each batch's `inputs` are still "
                 f"on the CPU when they reach them (`{op}` got both)." + gpu + " Move each batch inside the loop: "
                 "`inputs = inputs.to(device)`, and the labels with it. (`cu.explain_devices(self, inputs)` lists "
-                "where every weight and input lives.)")
+                "where every weight and input lives.)", BATCH_NOT_MOVED)
     if "labels" in labels:
         return (f"Bug: the labels never moved. The model's output is {on}, but each batch's `labels` are still "
                 f"on the CPU when the loss compares them (`{op}` got both)." + gpu + " Move them with the "
-                "inputs: `labels = labels.to(device)`.")
+                "inputs: `labels = labels.to(device)`.", BATCH_NOT_MOVED)
     if attributes:
         name = attributes[0]
         return (f"Bug: a plain tensor attribute. `self.{name}` is a tensor stored with `self.{name} = ...`: "
@@ -732,18 +1003,20 @@ def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.d
                 f"and met tensors {on} in `forward` (in `{op}`)." + gpu + " Register it as a buffer in "
                 f"`__init__`: `self.register_buffer(\"{name}\", torch.zeros(features))`. A buffer also goes into "
                 f"`state_dict()`, so the checkpoint's `{name}` loads into it. (`cu.explain_devices(self)` lists "
-                "plain attributes apart from buffers.)")
+                "plain attributes apart from buffers.)", PLAIN_ATTRIBUTE)
     if "forward" in labels:
         return (f"Bug: a tensor made in `forward` without a device. A factory call such as `torch.linspace(...)`, "
                 "`torch.ones(...)` or `torch.arange(...)` makes its tensor on the CPU (the default device), "
                 f"whatever device the input is on, and `{op}` then mixed it with tensors {on}." + gpu + " Make it "
-                "where the input is: pass `device=x.device`.")
+                "where the input is: pass `device=x.device`.", MADE_IN_FORWARD)
     if "loss" in op:
         return (f"Bug: the loss weight. The class weights you give the loss (`weight=...`) are on the CPU: "
                 f"`torch.tensor([...])` makes them there, and `{op}` mixed them with the model's output {on}."
-                + gpu + " Make them on the device once, before the loop: `torch.tensor([...], device=device)`.")
+                + gpu + " Make them on the device once, before the loop: `torch.tensor([...], device=device)`.",
+                LOSS_WEIGHT_ON_CPU)
     return (f"A tensor that `fit` made without a device is on the CPU, and `{op}` mixed it with tensors {on}."
-            + gpu + " Make tensors on the device you are given (`device=device`), or move them once before the loop.")
+            + gpu + " Make tensors on the device you are given (`device=device`), or move them once before the loop.",
+            MADE_IN_FIT)
 
 
 def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, label: str,
@@ -752,16 +1025,19 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     model = call(cls, context="Classifier()")
     if not issubclass(type(model), nn.Module) or "_parameters" not in vars(model):
         raise Wrong(f"`Classifier()` gave {safe_repr(model)}, not a working nn.Module. Keep "
-                    "`class Classifier(nn.Module):` and `super().__init__()` at the start of `__init__`.")
+                    "`class Classifier(nn.Module):` and `super().__init__()` at the start of `__init__`.",
+                    NO_SUPER_INIT if issubclass(type(model), nn.Module) else SCRIPT_CHANGED)
     params = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
     if params != [("layer.weight", (3, 8)), ("layer.bias", (3,))]:
         names = ", ".join(f"`{n}` {s}" for n, s in params) or "none"
         raise Wrong(f"`Classifier()` should have exactly the parameters of `self.layer = nn.Linear(8, 3)`; it has "
                     f"{names}. Keep the model as given: the checkpoint holds those weights. The mean is a constant, "
-                    "not a parameter: a buffer (`self.register_buffer(...)`).")
+                    "not a parameter: a buffer (`self.register_buffer(...)`).",
+                    CONSTANT_AS_PARAMETER if any(n == "mean" for n, _ in params) else SCRIPT_CHANGED)
     fit = getattr(model, "fit", None)
     if not callable(fit):
-        raise Wrong("Your `Classifier` has no `fit` method: keep `def fit(self, batches, device, checkpoint):`.")
+        raise Wrong("Your `Classifier` has no `fit` method: keep `def fit(self, batches, device, checkpoint):`.",
+                    SCRIPT_CHANGED)
     keys = set(model.state_dict())
     checkpoint = {"model": {k: v for k, v in checkpoint["model"].items() if k in keys},
                   "optimizer": checkpoint["optimizer"]}
@@ -782,20 +1058,22 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
             raise NotAttempted() from None
         raise Wrong(f"With {context}, your code read the data of a `meta` tensor: NotImplementedError: "
                     f"{safe_repr(text_of(e), 160)}. Meta tensors have no data; keep values on the device "
-                    "(`total += loss.detach()`), don't read them in `fit`.") from None
+                    "(`total += loss.detach()`), don't read them in `fit`.", misconceptions.READ_META) from None
     except (KeyboardInterrupt, TimeLimit):
         raise
     except BaseException as e:
         text = text_of(e)
         if isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
             raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
-                        "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.") from None
+                        "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
+                        SCRIPT_CHANGED) from None
         wrong = _no_accelerator_feedback(Crashed(e, context))
         if wrong is not None:
             raise wrong from None
         raise Crashed(e, context) from None
     if watcher is not None and watcher.mix is not None:
-        raise Wrong(f"With {context}: " + _mix_feedback(*watcher.mix, device))
+        message, code = _mix_feedback(*watcher.mix, device)
+        raise Wrong(f"With {context}: " + message, code)
     return model, got, watcher
 
 
@@ -804,18 +1082,19 @@ def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch
     on = _on(device)
     if type(got) not in (tuple, list) or len(got) != 2:
         raise Wrong(f"With {label} on {device}, `fit` returned {safe_repr(got)}; return two things: "
-                    "`return optimizer, total`.")
+                    "`return optimizer, total`.", misconceptions.WRONG_TYPE)
     optimizer, total = got
     if not issubclass(type(optimizer), torch.optim.Optimizer):
         raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
-                    "optimizer: `return optimizer, total`.")
+                    "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
     try:
         held = [p for group in optimizer.param_groups for p in group["params"]]
         params = list(model.parameters())
         state = optimizer.state
     except Exception:
         raise Wrong(f"With {label} on {device}, the optimizer you returned cannot be read (its `param_groups` "
-                    "or `state`). Return the `torch.optim.Adam` that `fit` trained with.") from None
+                    "or `state`). Return the `torch.optim.Adam` that `fit` trained with.",
+                    misconceptions.ODD_ANSWER) from None
     if len(held) != len(params) or any(not any(h is p for p in params) for h in held):
         raise Wrong("Bug: the optimizer was built before the move. Your optimizer does not hold the model's "
                     f"parameters {on}: it holds {', '.join(safe_repr(h) for h in held[:2])}. "
@@ -824,12 +1103,13 @@ def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch
                        "parameters stay the same objects, but optimizer state loaded before the move stays on "
                        "the CPU. " if device.type == "meta" else "")
                     + "PyTorch's documentation asks for this order: move the model, then build the optimizer, then "
-                    "load its state. (`cu.show_devices(self, optimizer)` shows where both live.)")
+                    "load its state. (`cu.show_devices(self, optimizer)` shows where both live.)",
+                    OPTIMIZER_BEFORE_MOVE)
     moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
                if is_tensor(t) and n != "step"]
     if not moments:
         raise Wrong(f"With {label} on {device}, the optimizer has no state: load it from the checkpoint "
-                    "(`optimizer.load_state_dict(checkpoint[\"optimizer\"])`) after building it.")
+                    "(`optimizer.load_state_dict(checkpoint[\"optimizer\"])`) after building it.", OPTIMIZER_NOT_LOADED)
     try:
         steps = {float(state[p]["step"]) for p in params if "step" in (state.get(p) or {})}
     except Exception:
@@ -837,37 +1117,42 @@ def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch
     if steps == {float(_CAPSTONE_STEPS)}:
         raise Wrong(f"With {label} on {device}, the optimizer counted only your {_CAPSTONE_STEPS} steps: its state "
                     "from the checkpoint was never loaded, so training did not resume. Load it after building the "
-                    "optimizer: `optimizer.load_state_dict(checkpoint[\"optimizer\"])`.")
+                    "optimizer: `optimizer.load_state_dict(checkpoint[\"optimizer\"])`.", OPTIMIZER_NOT_LOADED)
     astray = sorted({f"{n} on {t.device}" for n, t in moments if t.device.type != device.type})
     if astray:
         raise Wrong(f"Bug: the optimizer's state. Your parameters are {on}, but Adam's state is not: "
                     f"{', '.join(astray)}. Load the state after the move, into an optimizer built after it: "
-                    "`optimizer.load_state_dict` puts each state tensor where its parameter is at that moment.")
+                    "`optimizer.load_state_dict` puts each state tensor where its parameter is at that moment.",
+                    OPTIMIZER_BEFORE_MOVE)
     if watcher is not None and len(watcher.reads) > 1:
         kinds = ", ".join(sorted(set(watcher.reads)))
         raise Wrong(f"Bug: a value read every step. During {_CAPSTONE_STEPS} steps {on}, your `fit` read "
                     f"{len(watcher.reads)} values back from the device ({kinds}). `loss.item()` (and `float(loss)`, "
                     "`print(loss)`, `.cpu()`, `.tolist()`) makes the CPU wait for the GPU to finish everything queued, "
                     "then copies the value: at every step the CPU stops running ahead. Keep the running total on the "
-                    "device: start from `torch.zeros((), device=device)`, add `loss.detach()`, and return it.")
+                    "device: start from `torch.zeros((), device=device)`, add `loss.detach()`, and return it.",
+                    READ_EVERY_STEP)
     if not is_tensor(total):
         why = (" That `.item()` (or `float`) is a wait on a GPU; keep the total a tensor on the device."
                if type(total) in (float, int) else "")
         raise Wrong(f"With {label} on {device}, the total loss you returned is {safe_repr(total)} "
                     f"({type(total).__name__}), not a 0-dim tensor on `{device}`.{why} Start from "
-                    "`torch.zeros((), device=device)` and add `loss.detach()` each step.")
+                    "`torch.zeros((), device=device)` and add `loss.detach()` each step.",
+                    TOTAL_READ_BACK if type(total) in (float, int) else misconceptions.NOT_A_TENSOR)
     total = expect_tensor(total, f"With {label} on {device}, the total loss")
     if total.dim() != 0 or total.device.type != device.type:
         raise Wrong(f"With {label} on {device}, the total loss should be a 0-dim tensor on `{device}`; yours is "
-                    f"{safe_repr(total)}. Keep it on the device, and return it without `.item()` or `.cpu()`.")
+                    f"{safe_repr(total)}. Keep it on the device, and return it without `.item()` or `.cpu()`.",
+                    TOTAL_READ_BACK if total.device.type != device.type else misconceptions.WRONG_SHAPE)
     if total.requires_grad:
         raise Wrong(f"With {label} on {device}, your total requires grad: `total += loss` keeps every step's "
-                    "autograd graph alive. Add `loss.detach()`, the value without the graph.")
+                    "autograd graph alive. Add `loss.detach()`, the value without the graph.", TOTAL_KEEPS_GRAPH)
     plain = [name for name in _plain_attributes(model).values()]
     if plain:
         raise Wrong(f"Bug: a plain tensor attribute. `self.{plain[0]}` is a plain tensor attribute: `.to(device)` "
                     "does not move it and `state_dict()` does not save it, so the checkpoint's value never loads. "
-                    f"Register it as a buffer: `self.register_buffer(\"{plain[0]}\", torch.zeros(features))`.")
+                    f"Register it as a buffer: `self.register_buffer(\"{plain[0]}\", torch.zeros(features))`.",
+                    PLAIN_ATTRIBUTE)
     return optimizer, total
 
 
@@ -877,19 +1162,20 @@ def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn
     for key, want in want_state.items():
         got = got_state.get(key)
         if not is_tensor(got):
-            raise Wrong(f"After `fit` on {device}, your model has no `{key}`; keep the names of the given script.")
+            raise Wrong(f"After `fit` on {device}, your model has no `{key}`; keep the names of the given script.",
+                        SCRIPT_CHANGED)
         got = expect_tensor(got, f"`{key}`")
         if got.shape != want.shape or not torch.allclose(got.detach().float().cpu(), want.float().cpu(),
                                                          rtol=1e-4, atol=1e-5):
             raise Wrong(f"After `fit` on {device}, `{key}` differs from the reference's (expected "
                         f"{_preview(want)}, got {_preview(got)}). Fix the devices, not the arithmetic: keep "
-                        "the model, the loss, its weights and the optimizer of the given script.")
+                        "the model, the loss, its weights and the optimizer of the given script.", CHANGED_ARITHMETIC)
     got_total, want_total = total.detach().float().cpu(), want_total.detach().float().cpu()
     if not torch.allclose(got_total, want_total, rtol=1e-4, atol=1e-5):
         mean = " It looks like the mean of the losses; return their sum." if torch.allclose(
             got_total * _CAPSTONE_STEPS, want_total, rtol=1e-4, atol=1e-5) else ""
         raise Wrong(f"After `fit` on {device}, the total loss is {got_total.item():.6g}; the reference's is "
-                    f"{want_total.item():.6g}.{mean}")
+                    f"{want_total.item():.6g}.{mean}", MEAN_NOT_SUM if mean else misconceptions.WRONG_VALUE)
 
 
 @grader("07.capstone", reference=Classifier, title="Capstone: a training script with device bugs", hints=(
@@ -906,7 +1192,7 @@ def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn
 ))
 def _grade_capstone(cls: type) -> str:
     if not issubclass(cls, nn.Module):
-        raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.")
+        raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.", SCRIPT_CHANGED)
     checkpoint = _capstone_checkpoint()
     devices = devices_to_test()
     label = f"{_CAPSTONE_STEPS} batches"

@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 import torch
 
+from .. import misconceptions
 from ..exercises import grader
 from ..grading import Crashed, Wrong, a_tensor, call, describe, safe_repr
 from ..quizzes import add_quiz
@@ -91,6 +92,32 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+PREFIX_SECTION = ("08_field_guide", "Checkpoints from DataParallel / DDP")
+STATE_DICT_CHANGED = misconceptions.define(
+    "08.state-dict-changed-in-place", "Renamed the keys of the caller's state_dict in place",
+    "Changed the dict it was given (popping and re-adding keys, as PyTorch's "
+    "`consume_prefix_in_state_dict_if_present` does); the exercise asks for a new dict and leaves the caller's "
+    "checkpoint as it was, since it may still be needed.",
+    section=(PREFIX_SECTION[0], f"{PREFIX_SECTION[1]} › Exercise 08.strip_prefix"),
+    question="After `consume_prefix_in_state_dict_if_present(state, 'module.')`, what do the keys of `state` look "
+             "like? How do you keep the original?")
+PREFIX_NOT_AT_START_ONCE = misconceptions.define(
+    "08.prefix-not-removed-once-at-start", "Removed the prefix other than once, from the front",
+    "Believes removing `module.` anywhere in a key (`key.replace`), every time it repeats, or a fixed number of "
+    "characters is the same as removing the prefix; only a key that starts with it loses it, once, and "
+    "`key[len(prefix):]` takes off exactly the prefix asked for (`_orig_mod.` has 10 characters).",
+    section=PREFIX_SECTION,
+    question="What does `'encoder.module.weight'.replace('module.', '')` give, and why is that not the fix for a "
+             "DataParallel checkpoint?")
+VALUES_COPIED = misconceptions.define(
+    "08.copied-values", "Copied or changed the values, not only the keys",
+    "Believes a new dict needs new tensors (`v.clone()`, `v.to(...)`); only the keys are wrong in a wrapper's "
+    "checkpoint, so the values stay the same objects: a copy costs memory for nothing.",
+    section=(PREFIX_SECTION[0], f"{PREFIX_SECTION[1]} › Exercise 08.strip_prefix"),
+    question="What differs between the state_dict of `nn.DataParallel(model)` and that of `model`: the keys, the "
+             "tensors, or both?")
+
+
 @grader("08.strip_prefix", reference=strip_prefix, title="Strip the `module.` prefix", hints=(
     "Build a new dict from `state_dict.items()`: keep each value as it is, and change only the keys that "
     "start with `prefix`.",
@@ -108,20 +135,22 @@ def _grade_strip_prefix(fn: Callable) -> str:
         want = strip_prefix(original, prefix)
         if dict(given) != original or list(given) != list(original):
             raise Wrong(f"For {description} your function changed the dict it was given. Return a new dict "
-                        "and leave the caller's state_dict as it was (it may still be needed).")
+                        "and leave the caller's state_dict as it was (it may still be needed).", STATE_DICT_CHANGED)
         if not isinstance(got, dict):
             raise Wrong(f"For {description} you returned {safe_repr(got)} ({type(got).__name__}); return a dict "
-                        "(`load_state_dict` takes any mapping, but a dict is what the check expects).")
+                        "(`load_state_dict` takes any mapping, but a dict is what the check expects).",
+                        misconceptions.WRONG_TYPE)
         if sorted(map(str, got)) != sorted(map(str, want)) or len(got) != len(want):
             wrong = [k for k in got if k not in want][:3] or [k for k in want if k not in got][:3]
             raise Wrong(f"For {description} the keys are {safe_repr(list(got), 160)}; expected "
                         f"{safe_repr(list(want), 160)}. Look at {safe_repr(wrong)}: remove "
-                        f"`{prefix}` only where a key starts with it, and only once.")
+                        f"`{prefix}` only where a key starts with it, and only once.", PREFIX_NOT_AT_START_ONCE)
         for key, value in want.items():
             if not _same(got[key], value):
                 shown = describe(got[key]) if isinstance(got[key], torch.Tensor) else safe_repr(got[key])
                 raise Wrong(f"For {description} the value under {key!r} is {shown}, not the value that was "
-                            "saved under its prefixed name. Keep every value as it is: change only the keys.")
+                            "saved under its prefixed name. Keep every value as it is: change only the keys.",
+                            VALUES_COPIED)
     return ("Right: the prefix comes off the front of each key that has it, and nothing else changes. "
             "PyTorch's own `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")` "
             "does the same in place.")
@@ -185,6 +214,36 @@ def _not_a_plain_list(got: Any, want: list[int]) -> str | None:
             "`int` (`.tolist()` gives them; `int(i)` converts one).")
 
 
+LABELS_SECTION = ("08_field_guide", "Device-side asserts")
+NO_IGNORE_INDEX = misconceptions.define(
+    "08.no-ignore-index-parameter", "No `ignore_index` parameter",
+    "Believes every label outside `0 .. num_classes - 1` trips the loss, or that the skipped label is always -100; "
+    "the losses skip the labels equal to their `ignore_index` (-100 by default, settable), so the check needs it "
+    "as a parameter with that default.",
+    section=LABELS_SECTION,
+    question="A batch is padded with -1 and the loss is `nn.CrossEntropyLoss(ignore_index=-1)`. Which labels does "
+             "the loss skip, and what must `bad_labels` be told?")
+LABELS_CHANGED = misconceptions.define(
+    "08.labels-changed-in-place", "Changed the labels while checking them",
+    "Fixed or clamped the labels in place (`clamp_`, assignment) while looking for bad ones; a check only reads: "
+    "changing the labels hides the bad data instead of finding it.",
+    section=LABELS_SECTION,
+    question="Why is `labels.clamp_(0, num_classes - 1)` no fix for a label out of range?")
+IGNORE_INDEX_REPORTED = misconceptions.define(
+    "08.ignore-index-reported", "Reported the labels equal to `ignore_index`",
+    "Believes a label equal to `ignore_index` (-100 by default) trips the assert; `nn.CrossEntropyLoss` and "
+    "`nn.NLLLoss` skip those positions before the range check, on the CPU and on the GPU.",
+    section=LABELS_SECTION,
+    question="Does a label of -100 make `nn.CrossEntropyLoss()` raise on the CPU or trigger a device-side assert? "
+             "Why not?")
+LABEL_RANGE = misconceptions.define(
+    "08.wrong-label-range", "Wrong range of valid labels",
+    "Believes labels up to `num_classes` are valid, or forgets negative ones; valid labels run from 0 to "
+    "`num_classes - 1`, and any other value except `ignore_index` trips the loss.",
+    section=LABELS_SECTION,
+    question="A classifier has 5 classes. Which of the labels -1, 0, 4, 5 does the loss refuse?")
+
+
 @grader("08.bad_labels", reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
     "A label is refused when it is outside `0 <= label < num_classes`, unless it equals `ignore_index`: the loss "
     "skips those positions (that is how padding is marked). Compare the whole tensor at once, then ask where the "
@@ -205,14 +264,15 @@ def _grade_bad_labels(fn: Callable) -> str:
             if extra and isinstance(e.error, TypeError) and "ignore_index" in str(e.error):
                 raise Wrong("Your function takes no `ignore_index`. Give it the parameter with the loss's own "
                             "default, `def bad_labels(labels, num_classes, ignore_index=-100):`, and skip the "
-                            "labels equal to it.") from None
+                            "labels equal to it.", NO_IGNORE_INDEX) from None
             raise
         want = bad_labels(labels, num_classes, -100 if ignore_index is None else ignore_index)
         if not torch.equal(given, labels):
-            raise Wrong(f"For {description} your function changed the labels it was given. Only read them.")
+            raise Wrong(f"For {description} your function changed the labels it was given. Only read them.",
+                        LABELS_CHANGED)
         why = _not_a_plain_list(got, want)
         if why is not None:
-            raise Wrong(f"For {description} {why}")
+            raise Wrong(f"For {description} {why}", misconceptions.WRONG_TYPE)
         if got != want:
             values = [labels[i].item() for i in want]
             skip = -100 if ignore_index is None else ignore_index
@@ -221,10 +281,12 @@ def _grade_bad_labels(fn: Callable) -> str:
                 raise Wrong(f"For {description} you returned {safe_repr(got)}, but position {flagged[0]} holds "
                             f"{skip}, the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels "
                             "on the CPU and on the GPU (no assert), so they are not bad. Leave out the labels equal "
-                            f"to `ignore_index`. The bad positions are {want} (labels {values}).")
+                            f"to `ignore_index`. The bad positions are {want} (labels {values}).",
+                            IGNORE_INDEX_REPORTED)
             raise Wrong(f"For {description} (num_classes={num_classes}) you returned {safe_repr(got)}; the bad "
                         f"positions are {want} (labels {values}). Valid labels run from 0 to num_classes - 1: "
-                        "catch negative labels and labels equal to num_classes too (all but `ignore_index`).")
+                        "catch negative labels and labels equal to num_classes too (all but `ignore_index`).",
+                        LABEL_RANGE)
     return ("Right: you find every label outside 0..num_classes-1 that the loss does not skip, the ones that make "
             "a GPU stop with \"device-side assert triggered\". Check a suspicious batch like this before blaming "
             "the GPU.")

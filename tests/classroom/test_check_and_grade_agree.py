@@ -64,16 +64,17 @@ def lesson_notebook(lesson: str, kind: str) -> dict:
 _RUN_IN_SHELL = """
 import json, sys
 from IPython.core.interactiveshell import InteractiveShell
-from course_utils.store import session_statuses
+from course_utils.store import session_codes, session_statuses
 shell = InteractiveShell.instance()
 for cell in json.load(open(sys.argv[1], encoding="utf-8"))["cells"]:
     shell.run_cell("".join(cell["source"]), store_history=True)
-print("STATUSES " + json.dumps(session_statuses()))
+print("STATUSES " + json.dumps([session_statuses(), session_codes()]))
 """
 
 
-def notebook_statuses(path: Path) -> dict[str, str]:
-    """What each exercise's Check said when the notebook ran top to bottom in a fresh IPython shell."""
+def notebook_statuses(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """What each exercise's Check said (its status, and its misconception code) when the notebook ran top to bottom
+    in a fresh IPython shell."""
     env = dict(os.environ, COURSE_PROGRESS_FILE=str(path.with_suffix(".progress.json")), MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", _RUN_IN_SHELL, str(path)], capture_output=True, text=True,
@@ -101,12 +102,13 @@ def verdicts(tmp_path_factory):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_check_and_grade_agree(verdicts, lesson, kind):
-    statuses, grade = verdicts[lesson, kind]
+    (statuses, codes), grade = verdicts[lesson, kind]
     ids = [e for e in exercise_ids() if get_exercise(e).lesson == lesson]
     assert [r.exercise for r in grade.rows] == sorted(ids) and not grade.note, grade.note
     in_notebook = {e: statuses.get(e) == "passed" for e in ids}
     by_grader = {r.exercise: r.passed for r in grade.rows}
     assert by_grader == in_notebook, (statuses, [(r.exercise, r.feedback) for r in grade.rows])
+    assert {r.exercise: r.code for r in grade.rows} == {e: codes.get(e, "") for e in ids}, codes   # the same mistake
     # The harness tells the kinds apart: all pass but as handed out (and a class named at the top of its
     # answer cell before the cell that defines it runs, which fails in the notebook too).
     top_level_alias = {e for e in ids if kind == "helper below" and re.search(

@@ -122,3 +122,25 @@ def test_forced_to_another_lesson_a_notebook_scores_nothing_and_says_why(tmp_pat
 
 def test_answer_cells_of_other_lessons_are_not_run(graded):
     assert graded.rows.points("01_stray.ipynb") == {"01.nbytes": 1, "01.blank_like": 1, "TOTAL": 2}
+
+
+# --- every failed row names its mistake ---------------------------------------------------------------
+
+@pytest.mark.parametrize("sub, exercise, code", [
+    ("subs/solved.ipynb", "01.nbytes", ""),
+    ("subs/unsolved.ipynb", "01.nbytes", "any.not-attempted"),
+    ("subs/mistakes.ipynb", "01.blank_like", "01.ignored-input-device"),
+    ("subs/mistakes2.ipynb", "01.nbytes", "01.counted-elements"),
+    ("subs/missing_cell.ipynb", "01.blank_like", "grade.missing-answer"),
+    ("subs/tamper_check.ipynb", "01.nbytes", "grade.tampering"),
+    ("subs/tamper_check.ipynb", "TOTAL", "grade.tampering"),
+    ("subs/silences_then_tampers.ipynb", "TOTAL", "grade.tampering"),
+    ("subs/uses_reference.ipynb", "01.nbytes", "grade.reference"),
+    ("subs/reads_frames.ipynb", "01.nbytes", "grade.call-stack"),
+    ("subs/late/hang_cell.ipynb", "01.nbytes", "grade.cell-error"),
+])
+def test_each_row_carries_the_code_of_its_mistake(batch, sub, exercise, code):
+    """The CSV's ``code`` column: the check's misconception, or the grader's own reason (tampering, a missing cell,
+    a cell past its limit); ``""`` for a passed exercise and a submission graded as usual."""
+    assert batch.rows[sub, exercise]["code"] == code, batch.rows[sub, exercise]
+    assert all(r["code"] == "" for (s, e), r in batch.rows.items() if r["passed"] == "true")

@@ -28,6 +28,7 @@ def test_gradescope_export(batch):
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] == [
         ("01.blank_like", 0, 1, "failed"), ("01.nbytes", 1, 1, "passed")]
     assert "your zeros are on" in results["tests"][0]["output"]
+    assert [t["tags"] for t in results["tests"]] == [["01.ignored-input-device"], []]   # the mistake, as a tag
     for same_stem in ("subs%2Fsolved.ipynb", "subs%2Flate%2Fsolved.ipynb"):  # folders: the paths, encoded
         assert (gs / same_stem / "results.json").exists()
 

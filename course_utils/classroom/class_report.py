@@ -1,0 +1,532 @@
+"""``python -m course_utils report``: what a class got wrong, from the grader's CSVs or Gradescope results.
+
+It reads the rows ``grade`` writes (one per submission and exercise, with the misconception ``code`` the feedback
+names) and counts, per lesson and exercise, how many students attempted and passed, how their scores spread, and
+which misconceptions they showed, ranked by how many students showed each, with the explanation, the section that
+teaches it and a question for class (:mod:`course_utils.misconceptions`). It lists the students to follow up (a
+whole lesson at zero, tampering, time limits) and where the class stands across the course. The output is one
+self-contained HTML page (no script, no network: it opens from disk and in a JupyterLab tab), or the same tables as
+CSV files or JSON.
+
+A student is the folder a submission sits in (``alice/01_tensors.ipynb`` is alice's); a submission given as a bare
+file name is a student of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import json
+import os
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Iterable, Sequence
+
+from .. import misconceptions
+from ..exercises import registry
+from ..files import atomic_open, same_file
+from .grader import TOTAL, Row
+from .reports import CSV_HEADER, csv_field, csv_unescape
+
+#: Codes that mean the exercise was not tried (the stub, or no answer at all).
+NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING})
+#: Codes a teacher follows up on, with how the report names them.
+FOLLOW_UP = {misconceptions.TAMPERING: "tampering", misconceptions.OUT_OF_TIME: "time limit",
+             misconceptions.TIMEOUT: "time limit", misconceptions.CALL_STACK: "read the checker's stack",
+             misconceptions.REFERENCE: "used the reference solution"}
+FORMATS = ("html", "csv", "json")
+
+
+class ReportError(Exception):
+    """Bad input: the message says what and where; the command exits with status 2."""
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+
+def read_rows(paths: Sequence[str]) -> list[Row]:
+    """Every exercise row in ``paths``: CSV files written by ``grade`` (with or without the ``code`` column), and
+    Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out.
+
+    Raises:
+        ReportError: a path that does not exist or cannot be read, or a file in neither format.
+    """
+    rows: list[Row] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(p.rglob("results.json"))
+            if not found:
+                raise ReportError(f"{path}: a folder without any results.json in it")
+            for f in found:
+                rows += _read_gradescope(f)
+        elif not p.exists():
+            raise ReportError(f"{path}: no such file")
+        elif p.name.endswith(".json"):
+            rows += _read_gradescope(p)
+        else:
+            rows += _read_csv(p)
+    return rows
+
+
+def _open_text(path: Path):
+    try:
+        return open(path, encoding="utf-8", newline="", errors="strict")
+    except OSError as e:
+        raise ReportError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def _read_csv(path: Path) -> list[Row]:
+    with _open_text(path) as f:
+        try:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None or tuple(header[:6]) != CSV_HEADER[:6]:
+                raise ReportError(f"{path}: not a grades CSV (its header should start with "
+                                  f"{','.join(CSV_HEADER[:6])}; got {','.join(header or [])[:80]!r})")
+            has_code = len(header) > 6 and header[6] == "code"
+            rows = []
+            for number, fields in enumerate(reader, start=2):
+                if not fields:
+                    continue
+                if len(fields) < 6:
+                    raise ReportError(f"{path}, line {number}: {len(fields)} fields, expected {len(header)}")
+                submission, exercise = csv_unescape(fields[0]), csv_unescape(fields[1])
+                if exercise == TOTAL:
+                    continue
+                try:
+                    points, max_points = int(fields[2]), int(fields[3])
+                except ValueError:
+                    raise ReportError(f"{path}, line {number}: points {fields[2]!r} / {fields[3]!r} are not "
+                                      "whole numbers") from None
+                code = fields[6] if has_code and len(fields) > 6 else ""
+                rows.append(Row(submission, exercise, points, max_points, fields[4] == "true",
+                                csv_unescape(fields[5]), code if misconceptions.CODE.match(code) else ""))
+            return rows
+        except UnicodeDecodeError:
+            raise ReportError(f"{path}: not UTF-8 text (is it a spreadsheet saved in another format?)") from None
+        except csv.Error as e:
+            raise ReportError(f"{path}: not a readable CSV ({e})") from None
+
+
+def _read_gradescope(path: Path) -> list[Row]:
+    with _open_text(path) as f:
+        try:
+            data = json.load(f)
+        except (ValueError, UnicodeDecodeError):
+            raise ReportError(f"{path}: not a JSON file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list):
+        raise ReportError(f"{path}: not a Gradescope results.json (no list of tests)")
+    extra = data.get("extra_data") if isinstance(data.get("extra_data"), dict) else {}
+    submission = str(extra.get("submission") or path.parent.as_posix())
+    rows = []
+    for test in data["tests"]:
+        if not isinstance(test, dict):
+            raise ReportError(f"{path}: a test that is not an object")
+        exercise = str(test.get("number") or str(test.get("name", "")).split(":")[0])
+        tags = [t for t in test.get("tags") or [] if isinstance(t, str) and misconceptions.CODE.match(t)]
+        try:
+            points, max_points = int(float(test.get("score", 0))), int(float(test.get("max_score", 0)))
+        except (TypeError, ValueError):
+            raise ReportError(f"{path}: test {exercise!r} has a score that is not a number") from None
+        passed = test.get("status") == "passed" or (max_points > 0 and points >= max_points)
+        rows.append(Row(submission, exercise, points, max_points, passed, str(test.get("output", "")),
+                        "" if passed else (tags[0] if tags else "")))
+    return rows
+
+
+def student_of(submission: str) -> str:
+    """The student a submission belongs to: the folder it sits in; a bare file name is its own student."""
+    path = PureWindowsPath(submission) if "\\" in submission and "/" not in submission else PurePosixPath(submission)
+    return path.parent.as_posix() if str(path.parent) not in ("", ".") else submission
+
+
+# --- counting -----------------------------------------------------------------------------------------------------
+
+@dataclass
+class ExerciseStats:
+    exercise: str
+    lesson: str
+    title: str
+    students: int = 0
+    attempted: int = 0
+    passed: int = 0
+    max_points: int = 0
+    scores: dict[int, int] = field(default_factory=dict)    # points -> students
+    codes: dict[str, int] = field(default_factory=dict)     # misconception -> students
+
+
+@dataclass
+class MisconceptionStats:
+    code: str
+    name: str
+    lesson: str
+    students: int
+    exercises: list[str]
+    explanation: str
+    section: str
+    link: str
+    question: str
+    generic: bool
+
+
+@dataclass
+class LessonStats:
+    lesson: str
+    students: int
+    mean_percent: float
+    all_passed: int
+    zero: int
+    scores: dict[int, int]      # points -> students
+    max_points: int
+
+
+@dataclass
+class FollowUp:
+    student: str
+    lesson: str
+    reasons: list[str]
+
+
+@dataclass
+class ClassReport:
+    """Everything the report shows, as plain data (``--format json`` writes it as it is)."""
+
+    students: int
+    submissions: int
+    rows: int
+    lessons: list[LessonStats]
+    exercises: list[ExerciseStats]
+    misconceptions: list[MisconceptionStats]
+    follow_up: list[FollowUp]
+    anonymous: bool = False
+
+
+def summarize(rows: Iterable[Row], anonymous: bool = False) -> ClassReport:
+    """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. A student who submitted the
+    same exercise more than once counts with their best row (passed first, then points)."""
+    best: dict[tuple[str, str], Row] = {}
+    submissions: set[str] = set()
+    count = 0
+    for row in rows:
+        count += 1
+        submissions.add(row.submission)
+        key = (student_of(row.submission), row.exercise)
+        old = best.get(key)
+        if old is None or (row.passed, row.points) > (old.passed, old.points):
+            best[key] = row
+    names = _names(sorted({s for s, _ in best}), anonymous)
+    exercises = _exercise_stats(best)
+    return ClassReport(students=len(names), submissions=len(submissions), rows=count,
+                       lessons=_lesson_stats(best), exercises=exercises,
+                       misconceptions=_misconception_stats(best), follow_up=_follow_up(best, names),
+                       anonymous=anonymous)
+
+
+def _names(students: list[str], anonymous: bool) -> dict[str, str]:
+    return {s: (f"Student {i}" if anonymous else s) for i, s in enumerate(students, start=1)}
+
+
+def _lesson_of(exercise: str) -> str:
+    return exercise[:2] if exercise[:2].isdigit() else "?"
+
+
+def _exercise_stats(best: dict[tuple[str, str], Row]) -> list[ExerciseStats]:
+    known = registry()
+    stats: dict[str, ExerciseStats] = {}
+    for (_, ex_id), row in best.items():
+        s = stats.get(ex_id)
+        if s is None:
+            title = known[ex_id].title if ex_id in known else ex_id
+            s = stats[ex_id] = ExerciseStats(ex_id, _lesson_of(ex_id), title)
+        s.students += 1
+        s.max_points = max(s.max_points, row.max_points)
+        s.attempted += row.passed or row.code not in NOT_TRIED
+        s.passed += row.passed
+        s.scores[row.points] = s.scores.get(row.points, 0) + 1
+        if not row.passed and row.code:
+            s.codes[row.code] = s.codes.get(row.code, 0) + 1
+    return [stats[k] for k in sorted(stats)]
+
+
+def _lesson_stats(best: dict[tuple[str, str], Row]) -> list[LessonStats]:
+    per_student: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for (student, ex_id), row in best.items():
+        per_student[_lesson_of(ex_id)][student].append(row)
+    out = []
+    for lesson in sorted(per_student):
+        students = per_student[lesson]
+        totals = [sum(r.points for r in rows) for rows in students.values()]
+        most = max(sum(r.max_points for r in rows) for rows in students.values())
+        percent = [100 * sum(r.points for r in rows) / max(sum(r.max_points for r in rows), 1)
+                   for rows in students.values()]
+        out.append(LessonStats(lesson, len(students), round(sum(percent) / len(percent), 1),
+                               sum(all(r.passed for r in rows) for rows in students.values()),
+                               sum(t == 0 for t in totals), dict(sorted(Counter(totals).items())), most))
+    return out
+
+
+def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[MisconceptionStats]:
+    who: dict[str, set[str]] = defaultdict(set)
+    where: dict[str, set[str]] = defaultdict(set)
+    for (student, ex_id), row in best.items():
+        if not row.passed and row.code:
+            who[row.code].add(student)
+            where[row.code].add(ex_id)
+    out = []
+    for code, students in who.items():
+        m = misconceptions.get(code)
+        section = f"Lesson {m.section[0][:2]}, {m.section[1]}" if m.section else ""
+        out.append(MisconceptionStats(code, m.name, m.lesson, len(students), sorted(where[code]), m.explanation,
+                                      section, m.link(), m.question, m.generic))
+    return sorted(out, key=lambda m: (-m.students, m.code))
+
+
+def _follow_up(best: dict[tuple[str, str], Row], names: dict[str, str]) -> list[FollowUp]:
+    by: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for (student, ex_id), row in best.items():
+        by[student, _lesson_of(ex_id)].append(row)
+    out = []
+    for (student, lesson), rows in sorted(by.items()):
+        reasons = sorted({FOLLOW_UP[r.code] for r in rows if r.code in FOLLOW_UP})
+        if sum(r.max_points for r in rows) and not sum(r.points for r in rows):
+            reasons.insert(0, "no points in the whole lesson")
+        if reasons:
+            out.append(FollowUp(names[student], lesson, reasons))
+    return out
+
+
+# --- writing ------------------------------------------------------------------------------------------------------
+
+def tables(report: ClassReport) -> dict[str, list[dict]]:
+    """The report's tables as lists of flat rows (for CSV)."""
+    return {
+        "lessons": [{"lesson": s.lesson, "students": s.students, "mean_percent": s.mean_percent,
+                     "all_passed": s.all_passed, "zero": s.zero, "max_points": s.max_points,
+                     "scores": " ".join(f"{p}:{n}" for p, n in s.scores.items())} for s in report.lessons],
+        "exercises": [{"exercise": s.exercise, "lesson": s.lesson, "title": s.title, "students": s.students,
+                       "attempted": s.attempted, "passed": s.passed, "max_points": s.max_points,
+                       "scores": " ".join(f"{p}:{n}" for p, n in sorted(s.scores.items()))} for s in report.exercises],
+        "misconceptions": [{**{k: v for k, v in asdict(m).items() if k != "exercises"},
+                            "exercises": " ".join(m.exercises)} for m in report.misconceptions],
+        "follow_up": [{"student": f.student, "lesson": f.lesson, "reasons": "; ".join(f.reasons)}
+                      for f in report.follow_up],
+    }
+
+
+def write(report: ClassReport, out: str, fmt: str) -> list[str]:
+    """Write ``report`` to ``out`` (atomically): one HTML page, one JSON file, or for CSV a folder ``out`` with
+    ``lessons.csv``, ``exercises.csv``, ``misconceptions.csv`` and ``follow_up.csv``. Returns the files written."""
+    if fmt == "csv":
+        os.makedirs(out, exist_ok=True)
+        written = []
+        for name, rows in tables(report).items():
+            target = os.path.join(out, f"{name}.csv")
+            with atomic_open(target, "w", encoding="utf-8", newline="") as f:
+                _write_csv(rows, f)
+            written.append(target)
+        return written
+    text = json.dumps(asdict(report), indent=1, ensure_ascii=False) if fmt == "json" else render_html(report)
+    with atomic_open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    return [out]
+
+
+def _write_csv(rows: list[dict], f) -> None:
+    if rows:
+        f.write(",".join(rows[0]) + "\n")
+    for row in rows:
+        f.write(",".join(csv_field(str(v)) for v in row.values()) + "\n")
+
+
+# --- the HTML page ------------------------------------------------------------------------------------------------
+
+_CSS = """
+:root { color-scheme: light dark; --fg: #1b1b1b; --fg2: #4a4a4a; --bg: #ffffff; --card: #f4f4f4; --line: #767676;
+        --bar: #0072B2; --bar2: #D55E00; --link: #0b5cad; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #ededed; --fg2: #c4c4c4; --bg: #121212; --card: #1f1f1f; --line: #9a9a9a; --bar: #56B4E9;
+          --bar2: #E69F00; --link: #8cc4ff; } }
+body { font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 0 auto;
+       max-width: 62rem; padding: 1rem; overflow-wrap: anywhere; }
+a { color: var(--link); text-decoration: underline; }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
+caption { text-align: left; font-weight: 600; padding: .25rem 0; }
+th, td { border-bottom: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.n { white-space: nowrap; }
+.muted { color: var(--fg2); }
+.card { background: var(--card); border-left: 4px solid var(--line); padding: .5rem .8rem; margin: .6rem 0; }
+svg text { fill: var(--fg); font-size: 12px; }
+svg .bar { fill: var(--bar); } svg .bar2 { fill: var(--bar2); } svg .axis { stroke: var(--line); }
+code { font-size: 90%; }
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _code_html(text: str) -> str:
+    """Escaped text with `inline code` shown as code."""
+    parts = str(text).split("`")
+    return "".join(f"<code>{_e(p)}</code>" if i % 2 else _e(p) for i, p in enumerate(parts))
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "–"
+
+
+def _bars(title: str, items: list[tuple[str, int, int]], total_label: str) -> str:
+    """A horizontal bar chart (inline SVG) of ``(label, value, whole)``: a bar per item, its number written
+    beside it; the figure's text alternative states every number."""
+    height, width, left = 22 * len(items) + 10, 560, 170
+    rows = []
+    for i, (label, value, whole) in enumerate(items):
+        y = 5 + 22 * i
+        w = (width - left - 90) * value / whole if whole else 0
+        rows.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{_e(label)}</text>'
+                    f'<rect class="bar" x="{left}" y="{y + 3}" width="{w:.1f}" height="14"/>'
+                    f'<text x="{left + w + 6:.1f}" y="{y + 14}">{value} of {whole} ({_percent(value, whole)})</text>')
+    alt = f"{title}: " + "; ".join(f"{label}, {value} of {whole} {total_label}" for label, value, whole in items)
+    return (f'<svg role="img" aria-label="{_e(alt)}" viewBox="0 0 {width} {height}" width="100%" '
+            f'style="max-width:{width}px"><line class="axis" x1="{left}" y1="0" x2="{left}" y2="{height}"/>'
+            f'{"".join(rows)}</svg>')
+
+
+def _distribution(counts: dict[int, int], most: int, what: str) -> str:
+    """Students per score (0..most), as columns with their numbers written above."""
+    scores = list(range(most + 1)) if most <= 20 else sorted(counts)
+    peak = max(counts.values(), default=1)
+    width, colw = max(40 * len(scores), 120), 40
+    cols = []
+    for i, s in enumerate(scores):
+        n = counts.get(s, 0)
+        h = 60 * n / peak
+        cols.append(f'<rect class="bar2" x="{i * colw + 8}" y="{80 - h:.1f}" width="{colw - 16}" height="{h:.1f}"/>'
+                    f'<text x="{i * colw + colw / 2}" y="{76 - h:.1f}" text-anchor="middle">{n}</text>'
+                    f'<text x="{i * colw + colw / 2}" y="96" text-anchor="middle">{s}</text>')
+    alt = f"Students by {what}: " + ", ".join(f"{counts.get(s, 0)} with {s}" for s in scores)
+    return (f'<svg role="img" aria-label="{_e(alt)}" viewBox="0 -4 {width} 104" width="{width}" '
+            f'style="max-width:100%">{"".join(cols)}</svg>')
+
+
+def render_html(report: ClassReport) -> str:
+    """The report as one self-contained, accessible HTML page (no script)."""
+    parts = [f"<h1>What did the class get wrong?</h1><p class='muted'>{report.students} students, "
+             f"{report.submissions} submissions, {report.rows} graded exercises."
+             f"{' Names hidden (--anonymous).' if report.anonymous else ''}</p>"]
+    parts.append(_course_section(report))
+    parts.append(_misconception_section(report))
+    parts.append(_exercise_section(report))
+    parts.append(_follow_up_section(report))
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>Class report: what did the class get wrong?</title><style>{_CSS}</style></head>"
+            f"<body><main>{''.join(parts)}</main></body></html>")
+
+
+def _course_section(report: ClassReport) -> str:
+    rows = "".join(f"<tr><th scope='row'>Lesson {_e(s.lesson)}</th><td class='n'>{s.students}</td>"
+                   f"<td class='n'>{s.mean_percent:.0f}%</td><td class='n'>{s.all_passed}</td>"
+                   f"<td class='n'>{s.zero}</td></tr>" for s in report.lessons)
+    chart = _bars("Students who passed every exercise of a lesson",
+                  [(f"Lesson {s.lesson}", s.all_passed, s.students) for s in report.lessons], "students")
+    return ("<h2>Where the class stands</h2>"
+            f"<figure>{chart}<figcaption>Students who passed every exercise of each lesson, of those who handed "
+            "it in.</figcaption></figure>"
+            "<table><caption>Each lesson</caption><thead><tr><th scope='col'>Lesson</th>"
+            "<th scope='col' class='n'>Students</th><th scope='col' class='n'>Mean score</th>"
+            "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _misconception_section(report: ClassReport) -> str:
+    specific = [m for m in report.misconceptions if not m.generic]
+    generic = [m for m in report.misconceptions if m.generic]
+    cards = []
+    for rank, m in enumerate(specific, start=1):
+        section = (f"<a href='{_e(m.link)}'>{_code_html(m.section)}</a>" if m.link else _code_html(m.section))
+        cards.append(f"<div class='card'><h3>{rank}. {_code_html(m.name)}</h3>"
+                     f"<p><b>{m.students}</b> of {report.students} students "
+                     f"({_percent(m.students, report.students)}), in {_e(', '.join(m.exercises))} · "
+                     f"code <code>{_e(m.code)}</code></p><p>{_code_html(m.explanation)}</p>"
+                     f"<p>Taught in: {section}</p><p>Ask the class: {_code_html(m.question)}</p></div>")
+    none = "<p>No answer showed a misconception the checks name.</p>" if not specific else ""
+    other = "".join(f"<tr><th scope='row'>{_code_html(m.name)} <code>{_e(m.code)}</code></th>"
+                    f"<td class='n'>{m.students}</td><td>{_e(', '.join(m.exercises))}</td></tr>" for m in generic)
+    other_table = ("<table><caption>Other reasons answers failed (no particular misconception)</caption><thead><tr>"
+                   "<th scope='col'>Reason</th><th scope='col' class='n'>Students</th><th scope='col'>Exercises"
+                   f"</th></tr></thead><tbody>{other}</tbody></table>") if generic else ""
+    return ("<h2>Misconceptions to re-teach</h2><p class='muted'>Ranked by how many students showed each (a "
+            f"student counts once per misconception).</p>{none}{''.join(cards)}{other_table}")
+
+
+def _exercise_section(report: ClassReport) -> str:
+    out = ["<h2>Each exercise</h2>"]
+    for s in report.exercises:
+        codes = ", ".join(f"{misconceptions.get(c).name} ({n})" for c, n in
+                          sorted(s.codes.items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(f"<h3>{_e(s.exercise)} · {_code_html(s.title)}</h3>"
+                   f"<p>{s.attempted} of {s.students} attempted, {s.passed} passed "
+                   f"({_percent(s.passed, s.students)}).</p>"
+                   f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Students by points "
+                   f"(0 to {s.max_points}).</figcaption></figure>"
+                   + (f"<p>Failed answers: {_code_html(codes)}.</p>" if codes else ""))
+    return "".join(out)
+
+
+def _follow_up_section(report: ClassReport) -> str:
+    if not report.follow_up:
+        return "<h2>To follow up</h2><p>Nobody scored zero on a whole lesson or hit tampering or a time limit.</p>"
+    rows = "".join(f"<tr><th scope='row'>{_e(f.student)}</th><td>Lesson {_e(f.lesson)}</td>"
+                   f"<td>{_e('; '.join(f.reasons))}</td></tr>" for f in report.follow_up)
+    return ("<h2>To follow up</h2><p class='muted'>To offer help, not to blame: a zero is often a file handed in "
+            "unsaved, a time limit a loop that never ends.</p><table><caption>Students and lessons to follow up"
+            "</caption><thead><tr><th scope='col'>Student</th><th scope='col'>Lesson</th><th scope='col'>Why</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``report`` subcommand's arguments to ``parser``."""
+    parser.add_argument("grades", nargs="+", metavar="GRADES",
+                        help="CSV files written by `grade`, Gradescope results.json files, or folders of them")
+    parser.add_argument("--out", default=None,
+                        help="file to write (a folder for --format csv); default: report.html, report.json or "
+                             "report-csv/")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="html (default, or as --out's suffix says), json, or csv (a folder of tables)")
+    parser.add_argument("--anonymous", action="store_true", help="show students as Student 1, 2... in the report")
+
+
+def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
+    """Run ``report``; exit status 0, or 2 with a message for bad input."""
+    fmt = args.format or ("json" if (args.out or "").endswith(".json") else "html")
+    out = args.out or {"html": "report.html", "json": "report.json", "csv": "report-csv"}[fmt]
+    try:
+        for path in args.grades:
+            if os.path.exists(out) and os.path.exists(path) and same_file(out, path):
+                raise ReportError(f"--out {out} is one of the inputs: choose another file")
+        if fmt != "csv" and os.path.isdir(out):
+            raise ReportError(f"--out {out} is a folder; give a file name (or use --format csv)")
+        if fmt == "csv" and os.path.exists(out) and not os.path.isdir(out):
+            raise ReportError(f"--out {out} is a file; --format csv writes a folder of tables")
+        rows = read_rows(args.grades)
+        if not rows:
+            raise ReportError("no graded exercises in the input")
+        written = write(summarize(rows, args.anonymous), out, fmt)
+    except ReportError as e:
+        print(f"report: {e}", file=stderr)
+        return 2
+    except OSError as e:
+        print(f"report: cannot write {out}: {e.strerror or e}", file=stderr)
+        return 2
+    print(f"Wrote {', '.join(written)}", file=stderr)
+    return 0
+
+
+__all__ = ["read_rows", "student_of", "summarize", "ClassReport", "tables", "write", "render_html",
+           "add_arguments", "run", "ReportError"]

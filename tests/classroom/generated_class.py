@@ -1,0 +1,91 @@
+"""A generated class for the class report's tests and benchmark: N students, every lesson, and mistakes that
+follow a known distribution, written as the grader writes its CSV.
+
+For each exercise, the first share of students (in a fixed order) passes, then each of the exercise's
+misconceptions takes its own block of students, then a block has not attempted it. Students are numbered, so the
+counts the report must find are known exactly (:attr:`GeneratedClass.expected`).
+"""
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from course_utils import misconceptions
+from course_utils.classroom.grader import TOTAL, Row, SubmissionGrade
+from course_utils.classroom.reports import write_csv
+from course_utils.exercises import exercise_ids, get_exercise
+
+
+def lesson_codes() -> dict[str, list[str]]:
+    """Each lesson's own misconception codes, in code order."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for code, m in sorted(misconceptions.registry().items()):
+        if not m.generic:
+            out[m.lesson].append(code)
+    return out
+
+
+@dataclass
+class GeneratedClass:
+    students: int
+    grades: list[SubmissionGrade] = field(default_factory=list)
+    #: code -> students showing it; exercise -> (attempted, passed); lesson -> students who passed it all
+    expected_codes: dict[str, int] = field(default_factory=dict)
+    expected_exercises: dict[str, tuple[int, int]] = field(default_factory=dict)
+    expected_all_passed: dict[str, int] = field(default_factory=dict)
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        write_csv(self.grades, out)
+        return out.getvalue()
+
+
+def generate(students: int = 40) -> GeneratedClass:
+    """A class of ``students`` (``s0001``...): each exercise's outcome by the student's number (see the module)."""
+    gen = GeneratedClass(students)
+    codes = lesson_codes()
+    ids = exercise_ids()
+    by_lesson: dict[str, list[str]] = defaultdict(list)
+    for ex_id in ids:
+        by_lesson[ex_id[:2]].append(ex_id)
+    shown: dict[str, set[int]] = defaultdict(set)
+    failed_somewhere: dict[str, set[int]] = defaultdict(set)
+    outcomes: dict[tuple[int, str], tuple[bool, str]] = {}
+    for lesson, exs in by_lesson.items():
+        own = codes.get(lesson, []) or [misconceptions.WRONG_VALUE]
+        for k, ex_id in enumerate(exs):
+            mine = own[k::len(exs)] or [own[k % len(own)]]   # the lesson's codes shared out among its exercises
+            share = 1 + (int(ex_id.replace(".", "").encode().hex(), 16) % 3)   # 1..3 students per mistake
+            passed = students - share * (len(mine) + 1)
+            attempted = passed
+            for n in range(students):
+                block = (n - passed) // share if n >= passed else -1
+                if n < passed:
+                    outcomes[n, ex_id] = (True, "")
+                elif block < len(mine):
+                    outcomes[n, ex_id] = (False, mine[block])
+                    shown[mine[block]].add(n)
+                    attempted += 1
+                else:
+                    outcomes[n, ex_id] = (False, misconceptions.NOT_ATTEMPTED)
+                    shown[misconceptions.NOT_ATTEMPTED].add(n)
+                if not outcomes[n, ex_id][0]:
+                    failed_somewhere[lesson].add(n)
+            gen.expected_exercises[ex_id] = (attempted, passed)
+        gen.expected_all_passed[lesson] = students - len(failed_somewhere[lesson])
+    gen.expected_codes = {code: len(who) for code, who in shown.items()}
+    for n in range(students):
+        for lesson, exs in by_lesson.items():
+            submission = f"s{n + 1:04d}/{lesson}_lesson.ipynb"
+            rows = []
+            for ex_id in exs:
+                ok, code = outcomes[n, ex_id]
+                points = get_exercise(ex_id).points
+                rows.append(Row(submission, ex_id, points if ok else 0, points, ok,
+                                "Right." if ok else f"Feedback for {code}.", code))
+            gen.grades.append(SubmissionGrade(submission, rows))
+    return gen
+
+
+__all__ = ["generate", "GeneratedClass", "lesson_codes", "TOTAL"]
