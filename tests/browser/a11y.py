@@ -20,6 +20,8 @@ from pathlib import Path
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 #: The course's content on a JupyterLab page (nbconvert's HTML uses the same classes).
 COURSE_CONTENT = [[".jp-RenderedMarkdown"], [".jp-OutputArea-output"]]
+#: Everything else on the page: JupyterLab's or Notebook 7's own interface.
+INTERFACE = {"include": [["body"]], "exclude": COURSE_CONTENT}
 #: Impacts that count against the course.
 BLOCKING = ("serious", "critical")
 
