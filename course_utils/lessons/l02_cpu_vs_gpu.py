@@ -149,7 +149,11 @@ def _picked(fn: Callable, where: str) -> Any:
             raise
         message = safe_repr(str(e.error), 200)
         text = f"{type(e.error).__name__}: {message}"
-        if "not compiled with cuda" in message.lower() or "nvidia driver" in message.lower():
+        if "nvidia driver" in message.lower() and _raised_in_accelerator_api(e.error):
+            code = NOT_CHECKED    # a CUDA build without a GPU: torch.accelerator.current_device_index() and co.
+            why = ("That call needs an accelerator. Ask `torch.accelerator.is_available()` first and "
+                   "fall back to `torch.device(\"cpu\")`.")
+        elif "not compiled with cuda" in message.lower() or "nvidia driver" in message.lower():
             code = HARD_CODED
             why = ("This is what hard-coding `\"cuda\"` does on a machine without CUDA. Ask "
                    "`torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`.")
@@ -166,6 +170,16 @@ def _picked(fn: Callable, where: str) -> Any:
             why = "Read the message and fix the cell; `pick_device()` takes no arguments."
         raise Wrong(f"{where[0].upper()}{where[1:]}, your function raised {text}\n"
                     f"`pick_device()` must never fail there. {why}", code) from None
+
+
+def _raised_in_accelerator_api(error: BaseException) -> bool:
+    """Whether ``error`` came out of ``torch.accelerator`` (asked before ``is_available()``), not a CUDA call."""
+    tb = error.__traceback__
+    while tb is not None:
+        if "/torch/accelerator/" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _expect_device(got: Any, where: str) -> torch.device:
