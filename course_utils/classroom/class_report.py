@@ -439,7 +439,9 @@ def _course_section(report: ClassReport) -> str:
             "<table><caption>Each lesson</caption><thead><tr><th scope='col'>Lesson</th>"
             "<th scope='col' class='n'>Students</th><th scope='col' class='n'>Mean score</th>"
             "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            f"<tbody>{rows}</tbody></table>"
+            + "".join(f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "
+                      f"students by points (0 to {s.max_points}).</figcaption></figure>" for s in report.lessons))
 
 
 def _misconception_section(report: ClassReport) -> str:
