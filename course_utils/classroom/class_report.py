@@ -361,6 +361,7 @@ td.n { white-space: nowrap; }
 svg text { fill: var(--fg); font-size: 12px; }
 svg .bar { fill: var(--bar); } svg .bar2 { fill: var(--bar2); } svg .axis { stroke: var(--line); }
 code { font-size: 90%; }
+.row { display: flex; flex-wrap: wrap; gap: 0 1.5rem; } .row figure { margin: 0 0 1rem; }
 """
 
 
@@ -440,8 +441,9 @@ def _course_section(report: ClassReport) -> str:
             "<th scope='col' class='n'>Students</th><th scope='col' class='n'>Mean score</th>"
             "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
-            + "".join(f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "
-                      f"students by points (0 to {s.max_points}).</figcaption></figure>" for s in report.lessons))
+            + "<div class='row'>" + "".join(
+                f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "
+                f"students by points</figcaption></figure>" for s in report.lessons) + "</div>")
 
 
 def _misconception_section(report: ClassReport) -> str:

@@ -67,7 +67,7 @@ COUNTED_ELEMENTS = misconceptions.define(
              "`int8`?")
 BYTES_OF_ONE_ELEMENT = misconceptions.define(
     "01.bytes-of-one-element", "Returned the bytes of one element",
-    "Believes `t.element_size()` is the size of the whole tensor; it is the size of ONE element of its dtype "
+    "Believes `t.element_size()` is the size of the whole tensor; it is the size of one element of its dtype "
     "(4 for `float32`), whatever the shape, and must be multiplied by `t.numel()`.",
     section=("01_tensors", "3. How many bytes?"),
     question="What do `torch.zeros(3).element_size()` and `torch.zeros(3000).element_size()` return, and why "

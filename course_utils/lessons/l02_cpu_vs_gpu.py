@@ -95,7 +95,7 @@ HARD_CODED = misconceptions.define(
 NOT_CHECKED = misconceptions.define(
     "02.accelerator-not-checked", "`current_accelerator()` without `is_available()`",
     "Believes `torch.accelerator.current_accelerator()` gives a usable device or nothing. It names the accelerator "
-    "PyTorch was *built* for, usable or not (`cuda` for pip's default build on a machine without a GPU, None on a "
+    "PyTorch was built for, usable or not (`cuda` for pip's default build on a machine without a GPU, None on a "
     "CPU-only build), and `current_device_index()` raises without one: ask `is_available()` first, or pass "
     "`check_available=True`.",
     section=_SECTION_1,

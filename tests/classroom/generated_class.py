@@ -7,6 +7,8 @@ counts the report must find are known exactly (:attr:`GeneratedClass.expected`).
 """
 from __future__ import annotations
 
+import ast
+import inspect
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -15,6 +17,37 @@ from course_utils import misconceptions
 from course_utils.classroom.grader import TOTAL, Row, SubmissionGrade
 from course_utils.classroom.reports import write_csv
 from course_utils.exercises import exercise_ids, get_exercise
+
+
+def exercise_codes() -> dict[str, list[str]]:
+    """Each exercise's own lesson codes: the code constants its grader names, itself or through the lesson module's
+    helpers it calls (read from the module's source), so that a generated mistake lands where it can happen."""
+    codes = set(lesson_codes_flat())
+    out: dict[str, list[str]] = {}
+    for ex_id in exercise_ids():
+        grade = get_exercise(ex_id).grade
+        module = inspect.getmodule(grade)
+        functions = {n.name: n for n in ast.walk(ast.parse(inspect.getsource(module)))
+                     if isinstance(n, ast.FunctionDef)}
+        seen, todo, found = set(), [grade.__name__], set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in functions:
+                continue
+            seen.add(name)
+            for node in ast.walk(functions[name]):
+                if isinstance(node, ast.Name):
+                    value = getattr(module, node.id, None)
+                    if isinstance(value, str) and value in codes:
+                        found.add(value)
+                    elif node.id in functions:
+                        todo.append(node.id)
+        out[ex_id] = sorted(found)
+    return out
+
+
+def lesson_codes_flat() -> list[str]:
+    return [c for codes in lesson_codes().values() for c in codes]
 
 
 def lesson_codes() -> dict[str, list[str]]:
@@ -44,7 +77,7 @@ class GeneratedClass:
 def generate(students: int = 40) -> GeneratedClass:
     """A class of ``students`` (``s0001``...): each exercise's outcome by the student's number (see the module)."""
     gen = GeneratedClass(students)
-    codes = lesson_codes()
+    codes = exercise_codes()
     ids = exercise_ids()
     by_lesson: dict[str, list[str]] = defaultdict(list)
     for ex_id in ids:
@@ -53,10 +86,11 @@ def generate(students: int = 40) -> GeneratedClass:
     failed_somewhere: dict[str, set[int]] = defaultdict(set)
     outcomes: dict[tuple[int, str], tuple[bool, str]] = {}
     for lesson, exs in by_lesson.items():
-        own = codes.get(lesson, []) or [misconceptions.WRONG_VALUE]
-        for k, ex_id in enumerate(exs):
-            mine = own[k::len(exs)] or [own[k % len(own)]]   # the lesson's codes shared out among its exercises
-            share = 1 + (int(ex_id.replace(".", "").encode().hex(), 16) % 3)   # 1..3 students per mistake
+        for ex_id in exs:
+            mine = codes.get(ex_id) or [misconceptions.WRONG_VALUE]   # the mistakes this exercise's check names
+            share = 1 + (int(ex_id.replace(".", "").encode().hex(), 16) % 3)   # 1..3 students per mistake,
+            share = max(1, min(share, students * 3 // 4 // (len(mine) + 1)))   # a quarter or more passing
+            assert students >= len(mine) + 1, f"too small a class for {ex_id}'s {len(mine)} mistakes"
             passed = students - share * (len(mine) + 1)
             attempted = passed
             for n in range(students):
@@ -88,4 +122,4 @@ def generate(students: int = 40) -> GeneratedClass:
     return gen
 
 
-__all__ = ["generate", "GeneratedClass", "lesson_codes", "TOTAL"]
+__all__ = ["generate", "GeneratedClass", "lesson_codes", "exercise_codes", "TOTAL"]
