@@ -95,8 +95,8 @@ HARD_CODED = misconceptions.define(
 NOT_CHECKED = misconceptions.define(
     "02.accelerator-not-checked", "`current_accelerator()` without `is_available()`",
     "Believes `torch.accelerator.current_accelerator()` gives a usable device or nothing. It names the accelerator "
-    "PyTorch was built for, usable or not (`cuda` for pip's default build on a machine without a GPU, None on a "
-    "CPU-only build), and `current_device_index()` raises without one: ask `is_available()` first, or pass "
+    "PyTorch was built for, usable or not (`cuda` for a CUDA build, such as pip's default on Linux, on a machine "
+    "without a GPU; None on a CPU-only build), and `current_device_index()` raises without one: ask `is_available()` first, or pass "
     "`check_available=True`.",
     section=_SECTION_1,
     question="On a laptop without a GPU, running pip's default (CUDA) build of PyTorch, what do "
@@ -113,8 +113,8 @@ DEVICE_STRING = misconceptions.define(
     "Believes the string `\"cuda\"` or `\"cpu\"` is a device. It is only a name that `.to` and `device=` accept: a "
     "`torch.device` never equals a string (`torch.device('cpu') == 'cpu'` is False), and a string has no `.type`.",
     section=("03_to_device", "4. Strings and device objects"),
-    question="Is `torch.device(\"cpu\") == \"cpu\"` True or False? What can you read from a `torch.device` that its "
-             "name does not give you?")
+    question="What does `pick_device()`'s result have that the string `\"cuda\"` lacks (try `.type` and "
+             "`.index`)? After lesson 03: is `torch.device(\"cpu\") == \"cpu\"` True?")
 CUDA_ONLY = misconceptions.define(
     "02.cuda-only-check", "Checked only `torch.cuda.is_available()`",
     "Believes `torch.cuda.is_available()` says whether there is a GPU. It knows CUDA only: it is False on an "
@@ -355,11 +355,12 @@ FLOPS_THREE = misconceptions.define(
     question="In `c[i, j] = a[i, 0]·b[0, j] + a[i, 1]·b[1, j] + ...`, which operations does one term cost?")
 FLOPS_FLOAT = misconceptions.define(
     "02.flops-through-float", "Computed the count through a float",
-    "Used `** 3.0`, `math.pow` or `/`, believing a float holds whole numbers exactly. It does only up to 2**53 "
-    "(about 9e15): larger counts are rounded, and `int(...)` afterwards cannot undo it. Python ints are exact at "
-    "any size.",
+    "Used `** 3.0`, `math.pow` or `/`, believing a float holds whole numbers exactly. It holds every one only up to 2**53 "
+    "(about 9e15); beyond, many are rounded, and `int(...)` afterwards cannot undo it (for `int(2 * n ** 3.0)` the "
+    "first wrong n is 208,065, where n cubed passes 2**53). Python ints are exact at any size.",
     section=_SECTION_2,
-    question="Why can `int(2 * n ** 3.0)` differ from `2 * n ** 3` when n is large, and from about which size on?")
+    question="Section 2 asks for no floats on the way: why can `int(2 * n ** 3.0)` differ from `2 * n ** 3` when n "
+             "is large?")
 FLOPS_EMPTY = misconceptions.define(
     "02.flops-empty-product", "Counted work for an empty product (n = 0)",
     "Special-cased small sizes (a minimum, or a fixed value below some n), though 2·n³ holds for every n: an "

@@ -114,8 +114,8 @@ MOVED_INPUT_IN_PLACE = misconceptions.define(
 TUPLE_TO_LIST = misconceptions.define(
     "03.tuple-became-list", "Rebuilt a tuple as a list",
     "Believes any sequence may come back as a list (one list comprehension for lists and tuples); a tuple "
-    "must stay a tuple (`tuple(...)`): code that unpacks it, compares it or uses it as a dict key depends "
-    "on the type.",
+    "must stay a tuple (`tuple(...)`): code that compares it with a tuple, uses it as a dict key or checks "
+    "`isinstance(batch, tuple)` depends on the type.",
     section=("03_to_device", "7. Batches with structure"),
     question="A batch is `(inputs, labels)`. Why must `to_device` give back a tuple, and how do you build one "
              "from moved items?")
@@ -342,8 +342,8 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
         if type(got) is not want:
             if want is tuple and isinstance(got, list):
                 raise Wrong(f"`{path}` was a tuple and came back as a list. A tuple must stay a tuple: "
-                            "build it with `tuple(...)`. Code that unpacks it or uses it as a dict key "
-                            "depends on the type.", TUPLE_TO_LIST)
+                            "build it with `tuple(...)`. Code that compares it with a tuple, uses it as a "
+                            "dict key or checks `isinstance(..., tuple)` depends on the type.", TUPLE_TO_LIST)
             raise Wrong(f"`{path}` was {_kind(orig)} and came back as {_kind(got)}: {_show(got, 1)}. "
                         f"Return the same kind of container: {_kind(orig)}.", CONTAINER_TYPE)
         if want is dict:

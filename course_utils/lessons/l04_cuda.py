@@ -143,8 +143,8 @@ HARD_CODED_CUDA = misconceptions.define(
 ONLY_CUDA_COUNTED = misconceptions.define(
     "04.only-cuda-counted", "Only CUDA counted as an accelerator",
     "Believes `torch.cuda.is_available()`, or a `.cuda()` that does not fail, says whether there is an "
-    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU (as it does with a "
-    "device chosen once, before the function runs). `torch.accelerator.is_available()` covers every accelerator.",
+    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU (and a device chosen "
+    "once, outside the function, misses an accelerator that appears later, as the check's simulation shows). `torch.accelerator.is_available()` covers every accelerator.",
     section=("04_cuda", "5. Code that runs anywhere"),
     question="What does `torch.device('cuda' if torch.cuda.is_available() else 'cpu')` give on a Mac with MPS?")
 FIXED_INDEX = misconceptions.define(
