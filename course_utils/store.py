@@ -50,7 +50,9 @@ def load(path: Path | None = None) -> dict[str, Any]:
 def record_quiz(quiz_id: str, correct: bool, chosen: int) -> None:
     """Store a committed quiz prediction (the first prediction is kept as ``first_correct``)."""
     def update(data: dict[str, Any]) -> None:
-        entry = data["quizzes"].setdefault(quiz_id, {"first_correct": correct, "attempts": 0})
+        entry = data["quizzes"].get(quiz_id)
+        if not isinstance(entry, dict):  # new, or hand-edited into something else
+            entry = data["quizzes"][quiz_id] = {"first_correct": correct, "attempts": 0}
         entry.update(correct=correct, chosen=chosen, attempts=entry.get("attempts", 0) + 1, at=_now())
     _update(update)
 
@@ -62,18 +64,23 @@ def record_result(exercise_id: str, status: str, points: int, max_points: int, c
     _SESSION[exercise_id] = (status, code)
 
     def update(data: dict[str, Any]) -> None:
-        entry = data["exercises"].setdefault(exercise_id, {"passed": False, "attempts": 0})
+        entry = data["exercises"].get(exercise_id)
+        if not isinstance(entry, dict):  # new, or hand-edited into something else: start it afresh
+            entry = data["exercises"][exercise_id] = {"passed": False, "attempts": 0}
         entry.update(status=status, points=points, max_points=max_points, at=_now(),
                      passed=bool(entry.get("passed")) or status == "passed")
         if status != "not attempted":
             entry["attempts"] = entry.get("attempts", 0) + 1
-        seen = entry.setdefault("misconceptions", {})
+        seen = entry.get("misconceptions")
+        if not isinstance(seen, dict):
+            seen = entry["misconceptions"] = {}
         if status == "passed":
-            for hit in seen.values():
-                hit["cleared"] = True
+            for met in list(seen):
+                seen[met] = {**(seen[met] if isinstance(seen[met], dict) else {}), "cleared": True}
         elif code and not misconceptions.get(code).generic:
-            hit = seen.setdefault(code, {"times": 0})
-            hit.update(times=hit.get("times", 0) + 1, cleared=False)
+            hit = seen.get(code) if isinstance(seen.get(code), dict) else {}
+            times = hit.get("times") if isinstance(hit.get("times"), int) else 0
+            seen[code] = {**hit, "times": times + 1, "cleared": False}
     _update(update)
 
 
@@ -163,8 +170,8 @@ def summary(path: Path | None = None) -> Summary:
     for number, title in LESSONS.items():
         quizzes = [q for q in quiz_ids() if q.startswith(number + ".")]
         exercises = [e for e in exercise_ids() if e.startswith(number + ".")]
-        answered = [data["quizzes"][q] for q in quizzes if q in data["quizzes"]]
-        done = {e: data["exercises"].get(e, {}) for e in exercises}
+        answered = [a for q in quizzes if isinstance(a := data["quizzes"].get(q), dict)]
+        done = {e: d if isinstance(d := data["exercises"].get(e), dict) else {} for e in exercises}
         rows.append(dict(
             lesson=number, title=title, quizzes=len(quizzes), answered=len(answered),
             first_right=sum(bool(a.get("first_correct")) for a in answered),

@@ -111,3 +111,17 @@ def test_progress_lists_misconceptions_met_and_cleared(progress_file):
     assert "href='03_to_device.ipynb#1.-Moving-a-tensor-with-.to'" in page and "still open" in page
     store.record_result("03.to_device", "passed", 1, 1, "")
     assert "open" not in store.summary().text().split("Misconceptions")[1].replace("(stored", "")
+
+
+@pytest.mark.parametrize("entry", [[1, 2], "passed", {"misconceptions": [1]}, {"misconceptions": {"01.counted-elements": 3}},
+                                   {"misconceptions": {"01.counted-elements": {"times": "x"}}}])
+def test_a_hand_edited_progress_entry_never_stops_a_check(progress_file, entry):
+    """A learner may edit the progress file: whatever an exercise's entry became, recording goes on."""
+    import json
+    progress_file.write_text(json.dumps({"version": 1, "quizzes": {"01.default_device": entry},
+                                         "exercises": {"01.nbytes": entry}}))
+    assert "01 Tensors" in cu.progress().text()                     # shown as it is, before any check
+    store.record_result("01.nbytes", "failed", 0, 1, "01.counted-elements")
+    store.record_result("01.nbytes", "passed", 1, 1, "")
+    store.record_quiz("01.default_device", True, 0)
+    assert "cleared  01.counted-elements" in cu.progress().text()
