@@ -53,21 +53,30 @@ def read_rows(paths: Sequence[str]) -> list[Row]:
         ReportError: a path that does not exist or cannot be read, or a file in neither format.
     """
     rows: list[Row] = []
+    for p in input_files(paths):
+        rows += _read_gradescope(p) if p.name.endswith(".json") else _read_csv(p)
+    return rows
+
+
+def input_files(paths: Sequence[str]) -> list[Path]:
+    """The files ``paths`` name: each file, and the ``results.json`` files in each folder.
+
+    Raises:
+        ReportError: a path that does not exist, or a folder without any results.json.
+    """
+    files: list[Path] = []
     for path in paths:
         p = Path(path)
         if p.is_dir():
             found = sorted(p.rglob("results.json"))
             if not found:
                 raise ReportError(f"{path}: a folder without any results.json in it")
-            for f in found:
-                rows += _read_gradescope(f)
+            files += found
         elif not p.exists():
             raise ReportError(f"{path}: no such file")
-        elif p.name.endswith(".json"):
-            rows += _read_gradescope(p)
         else:
-            rows += _read_csv(p)
-    return rows
+            files.append(p)
+    return files
 
 
 def _open_text(path: Path):
@@ -299,6 +308,10 @@ def _follow_up(best: dict[tuple[str, str], Row], names: dict[str, str]) -> list[
 
 # --- writing ------------------------------------------------------------------------------------------------------
 
+#: The tables ``--format csv`` writes, one file each.
+TABLES = ("lessons", "exercises", "misconceptions", "follow_up")
+
+
 def tables(report: ClassReport) -> dict[str, list[dict]]:
     """The report's tables as lists of flat rows (for CSV)."""
     return {
@@ -511,9 +524,11 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
     fmt = args.format or ("json" if (args.out or "").endswith(".json") else "html")
     out = args.out or {"html": "report.html", "json": "report.json", "csv": "report-csv"}[fmt]
     try:
-        for path in args.grades:
-            if os.path.exists(out) and os.path.exists(path) and same_file(out, path):
-                raise ReportError(f"--out {out} is one of the inputs: choose another file")
+        targets = [os.path.join(out, f"{name}.csv") for name in TABLES] if fmt == "csv" else [out]
+        for target in targets:   # never write over an input (a table of --format csv included)
+            if any(os.path.exists(target) and same_file(target, f) for f in input_files(args.grades)):
+                raise ReportError(f"--out {out} would overwrite the input {target}: choose another "
+                                  f"{'folder' if fmt == 'csv' else 'file'}")
         if fmt != "csv" and os.path.isdir(out):
             raise ReportError(f"--out {out} is a folder; give a file name (or use --format csv)")
         if fmt == "csv" and os.path.exists(out) and not os.path.isdir(out):

@@ -115,13 +115,16 @@ def test_the_command_writes_html_json_and_csv(tmp_path, klass):
     ('{"score": 1}', ["in.json"], "not a Gradescope results.json"),
     ("", ["empty_dir"], "without any results.json"),
     ("submission,exercise,points,max_points,passed,feedback,code\na/x.ipynb,01.nbytes,0,1,false,f,\n",
-     ["in.csv", "--out", "in.csv"], "is one of the inputs"),
+     ["in.csv", "--out", "in.csv"], "would overwrite the input"),
+    ("submission,exercise,points,max_points,passed,feedback,code\na/x.ipynb,01.nbytes,0,1,false,f,\n",
+     ["tables/exercises.csv", "--format", "csv", "--out", "tables"], "would overwrite the input"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, content, args, says):
     name = args[0]
     if name == "empty_dir":
         (tmp_path / name).mkdir()
     elif content is not None:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         data = content if isinstance(content, bytes) else content.encode()
         (tmp_path / name).write_bytes(data)
     before = (tmp_path / name).read_bytes() if (tmp_path / name).is_file() else None
