@@ -8,8 +8,8 @@ whole lesson at zero, tampering, time limits) and where the class stands across 
 self-contained HTML page (no script, no network: it opens from disk and in a JupyterLab tab), or the same tables as
 CSV files or JSON.
 
-A student is the folder a submission sits in (``alice/01_tensors.ipynb`` is alice's); a submission given as a bare
-file name is a student of its own.
+Whose each submission is comes from the layout the class was collected in (Canvas's bulk download, Moodle's
+download, nbgrader's folders, a folder per student: :mod:`.layouts`); the report says which it read.
 """
 from __future__ import annotations
 
@@ -21,12 +21,13 @@ import os
 import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from .. import misconceptions
 from ..exercises import registry
 from ..files import atomic_open, same_file
+from . import layouts
 from .grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
@@ -145,12 +146,6 @@ def _read_gradescope(path: Path) -> list[Row]:
     return rows
 
 
-def student_of(submission: str) -> str:
-    """The student a submission belongs to: the folder it sits in; a bare file name is its own student."""
-    path = PureWindowsPath(submission) if "\\" in submission and "/" not in submission else PurePosixPath(submission)
-    return path.parent.as_posix() if str(path.parent) not in ("", ".") else submission
-
-
 # --- counting -----------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -172,6 +167,7 @@ class MisconceptionStats:
     name: str
     lesson: str
     students: int
+    of: int     # the students who handed in the lessons of its exercises
     exercises: list[str]
     explanation: str
     section: str
@@ -205,6 +201,7 @@ class ClassReport:
     students: int
     submissions: int
     rows: int
+    layout: str     # how the submissions were read (layouts.read_layout)
     lessons: list[LessonStats]
     exercises: list[ExerciseStats]
     misconceptions: list[MisconceptionStats]
@@ -215,19 +212,21 @@ class ClassReport:
 def summarize(rows: Iterable[Row], anonymous: bool = False) -> ClassReport:
     """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. A student who submitted the
     same exercise more than once counts with their best row (passed first, then points)."""
-    best: dict[tuple[str, str], Row] = {}
-    submissions: set[str] = set()
-    count = 0
+    rows = list(rows)
+    handed_in: dict[str, set[str]] = defaultdict(set)   # submission -> its lessons
     for row in rows:
-        count += 1
-        submissions.add(row.submission)
-        key = (student_of(row.submission), row.exercise)
+        handed_in[row.submission].add(_lesson_of(row.exercise))
+    whose = layouts.students(handed_in)
+    best: dict[tuple[str, str], Row] = {}
+    for row in rows:
+        key = (whose[row.submission].key, row.exercise)
         old = best.get(key)
         if old is None or (row.passed, row.points) > (old.passed, old.points):
             best[key] = row
     names = _names(sorted({s for s, _ in best}), anonymous)
     exercises = _exercise_stats(best)
-    return ClassReport(students=len(names), submissions=len(submissions), rows=count,
+    return ClassReport(students=len(names), submissions=len(handed_in), rows=len(rows),
+                       layout=layouts.read_layout(whose),
                        lessons=_lesson_stats(best), exercises=exercises,
                        misconceptions=_misconception_stats(best), follow_up=_follow_up(best, names),
                        anonymous=anonymous)
@@ -283,12 +282,16 @@ def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[Misconception
         if not row.passed and row.code:
             who[row.code].add(student)
             where[row.code].add(ex_id)
+    handed_in: dict[str, set[str]] = defaultdict(set)   # lesson -> the students who handed it in
+    for student, ex_id in best:
+        handed_in[_lesson_of(ex_id)].add(student)
     out = []
     for code, students in who.items():
         m = misconceptions.get(code)
         section = f"Lesson {m.section[0][:2]}, {m.section[1]}" if m.section else ""
-        out.append(MisconceptionStats(code, m.name, m.lesson, len(students), sorted(where[code]), m.explanation,
-                                      section, m.link(), m.question, m.generic))
+        of = set().union(*(handed_in[_lesson_of(e)] for e in where[code]))
+        out.append(MisconceptionStats(code, m.name, m.lesson, len(students), len(of), sorted(where[code]),
+                                      m.explanation, section, m.link(), m.question, m.generic))
     return sorted(out, key=lambda m: (-m.students, m.code))
 
 
@@ -429,7 +432,8 @@ def _distribution(counts: dict[int, int], most: int, what: str) -> str:
 def render_html(report: ClassReport) -> str:
     """The report as one self-contained, accessible HTML page (no script)."""
     parts = [f"<h1>What did the class get wrong?</h1><p class='muted'>{report.students} students, "
-             f"{report.submissions} submissions, {report.rows} graded exercises."
+             f"{report.submissions} submissions, {report.rows} graded exercises. Read as "
+             f"{_e(report.layout)}."
              f"{' Names hidden (--anonymous).' if report.anonymous else ''}</p>"]
     parts.append(_course_section(report))
     parts.append(_misconception_section(report))
@@ -459,6 +463,13 @@ def _course_section(report: ClassReport) -> str:
                 f"students by points</figcaption></figure>" for s in report.lessons) + "</div>")
 
 
+def _lessons_named(exercises: list[str]) -> str:
+    """``lesson 03`` or ``lessons 03 and 06`` for the lessons of ``exercises``."""
+    lessons = sorted({_lesson_of(e) for e in exercises})
+    return (f"lesson {lessons[0]}" if len(lessons) == 1
+            else f"lessons {', '.join(lessons[:-1])} and {lessons[-1]}")
+
+
 def _misconception_section(report: ClassReport) -> str:
     specific = [m for m in report.misconceptions if not m.generic]
     generic = [m for m in report.misconceptions if m.generic]
@@ -466,8 +477,9 @@ def _misconception_section(report: ClassReport) -> str:
     for rank, m in enumerate(specific, start=1):
         section = (f"<a href='{_e(m.link)}'>{_code_html(m.section)}</a>" if m.link else _code_html(m.section))
         cards.append(f"<div class='card'><h3>{rank}. {_code_html(m.name)}</h3>"
-                     f"<p><b>{m.students}</b> of {report.students} students "
-                     f"({_percent(m.students, report.students)}), in {_e(', '.join(m.exercises))} · "
+                     f"<p><b>{m.students}</b> of the {m.of} students who handed in "
+                     f"{_e(_lessons_named(m.exercises))} ({_percent(m.students, m.of)}), in "
+                     f"{_e(', '.join(m.exercises))} · "
                      f"code <code>{_e(m.code)}</code></p><p>{_code_html(m.explanation)}</p>"
                      f"<p>Taught in: {section}</p><p>Ask the class: {_code_html(m.question)}</p></div>")
     none = "<p>No answer showed a misconception the checks name.</p>" if not specific else ""
@@ -547,5 +559,5 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
     return 0
 
 
-__all__ = ["read_rows", "student_of", "summarize", "ClassReport", "tables", "write", "render_html",
+__all__ = ["read_rows", "summarize", "ClassReport", "tables", "write", "render_html",
            "add_arguments", "run", "ReportError"]

@@ -13,6 +13,7 @@ from typing import Optional, TextIO
 
 from ..exercises import exercise_ids, get_exercise
 from ..files import is_within, same_file
+from . import layouts
 from .grader import SubmissionGrade, grade_all
 from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
 from .runs import Limits
@@ -221,7 +222,9 @@ def _summary(args: argparse.Namespace, grades: list[SubmissionGrade], elapsed: f
     points, available = sum(g.points for g in grades), sum(g.max_points for g in grades)
     full = sum(1 for g in grades if g.max_points and g.points == g.max_points)
     print(summary_table(grades), file=stdout)
-    print(f"\n{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: "
+    whose = layouts.students({g.submission: {r.exercise[:2] for r in g.rows} for g in grades})
+    print(f"\nRead as {printable(layouts.read_layout(whose))}.", file=stdout)
+    print(f"{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: "
           f"{points}/{available} points, {full} with full marks. Grades written to {printable(args.out)}"
           + (f"; Gradescope results under {printable(args.gradescope)}/" if args.gradescope else "") + ".",
           file=stdout)

@@ -17,7 +17,7 @@ from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
 from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
 from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, answer_cells, checked_after, defines,
                           file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
-                          why_unrunnable)
+                          run_order, why_unrunnable)
 
 
 TOTAL = "TOTAL"
@@ -190,11 +190,11 @@ def _select_cells(g: _Grading) -> None:
     own = _own_cells(g.nb, answers, g.exercises, g.events)
     for ex_id in g.exercises:
         if not any(c.exercise == ex_id for c in answers) and not any(get_exercise(ex_id).name in defines(c.source)
-                                                                      for c in own):
+                                                                      for c in answers + own):
             g.decided[ex_id] = _failed("Answer cell missing: the notebook has no cell marked as the answer to "
                                        f"{ex_id}. Keep the answer cell and write your code in it." + elsewhere,
                                        misconceptions.MISSING)
-    g.cells = sorted(answers + own + checked_after(g.nb, answers, own, g.exercises))
+    g.cells = run_order(answers + own + checked_after(g.nb, answers, own, g.exercises))
 
 
 def _static_checks(g: _Grading) -> None:
@@ -330,13 +330,14 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
         skip.add(stage["index"])
         g.events.append(f"cell {stage['index'] + 1} of the learner's own: {event}")
         return True
+    out_of_time = run.end in (End.TIMEOUT, End.STUCK)
     if stage["stage"] == Stage.CELL:
         skip.add(stage["index"])
-        g.decided.setdefault(ex_id, _failed(f"Your answer cell {what}.", misconceptions.CELL_ERROR))
+        g.decided.setdefault(ex_id, _failed(f"Your answer cell {what}.", misconceptions.TIMEOUT if out_of_time
+                                            else misconceptions.CELL_ERROR))
     else:
         g.decided[ex_id] = _failed(f"While `{get_exercise(ex_id).name}` was being checked, your code {what}.",
-                                   misconceptions.TIMEOUT if run.end in (End.TIMEOUT, End.STUCK)
-                                   else misconceptions.RAISED)
+                                   misconceptions.TIMEOUT if out_of_time else misconceptions.RAISED)
     g.events.append(f"{ex_id}: {event}")
     return True
 

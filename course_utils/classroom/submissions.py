@@ -12,7 +12,7 @@ import re
 import stat
 import threading
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence
+from typing import BinaryIO, NamedTuple, Optional, Sequence
 
 from ..exercises import exercise_ids, get_exercise
 from ..notebook import cell_source, exercise_cells
@@ -109,6 +109,21 @@ def _without_outputs(pairs: list[tuple[str, object]]) -> dict:
     return obj
 
 
+def _open_file(path: str) -> BinaryIO:
+    """``path`` opened for reading in binary, without blocking on a FIFO or a device.
+
+    Raises:
+        InvalidSubmission: the path is not a regular file.
+        OSError: it cannot be opened.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    f = open(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise InvalidSubmission("the path is not a regular file")
+    return f
+
+
 def read_notebook(path: str) -> dict:
     """Read a notebook file as JSON, without its saved outputs (see :func:`_without_outputs`).
 
@@ -120,11 +135,8 @@ def read_notebook(path: str) -> dict:
             not JSON, nested too deeply, or not an nbformat-4 notebook.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
-        with open(fd, "rb") as f:
+        with _open_file(path) as f:
             info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InvalidSubmission("the path is not a regular file")
             if info.st_size > MAX_NOTEBOOK_BYTES:
                 raise InvalidSubmission(f"the file is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
             with _BIG_READS if info.st_size > _BIG_FILE else contextlib.nullcontext():
@@ -336,9 +348,9 @@ def lesson_mentioned(path: str) -> Optional[str]:
     (``cu.exercise("01.nbytes")``), read as plain text (so it works on a damaged file too); ``None``
     when those name no lesson, or several."""
     try:
-        with open(path, "rb") as f:
+        with _open_file(path) as f:
             text = f.read(64 * 2**20).decode("latin-1")
-    except OSError:
+    except (OSError, InvalidSubmission):
         return None
     known = set(exercise_ids())
     lessons = {get_exercise(m).lesson for m in _MENTION.findall(text) if m in known}
@@ -503,15 +515,30 @@ def checked_after(nb: dict, answers: Sequence[AnswerCell], own: Sequence[AnswerC
                   exercises: Sequence[str]) -> list[AnswerCell]:
     """Empty cells that put each exercise's check where the notebook's Check is: after the
     learner's own cells that come before its check cell (``cu.exercise("...")``), even when they
-    come after its answer cell (a helper defined below the answer). The worker checks an exercise
-    right after its last cell, so an empty cell of that exercise moves the check."""
+    come after its answer cell (a helper defined below the answer). An exercise with no answer cell
+    of its own, whose code sits in another exercise's answer cell (two answer cells merged into one)
+    or in a cell of the learner's own, is checked after the last such cell above its check cell (else
+    the first below). The worker checks an exercise right after its last cell, so an empty cell of
+    that exercise moves the check (:func:`run_order` puts it after the cell whose index it shares)."""
+    cells = nb.get("cells", [])
     moved = []
     for ex_id in exercises:
+        at = check_cell(cells, ex_id)
         mine = [a.index for a in answers if a.exercise == ex_id]
-        if not mine:
-            continue   # checked at the end of the run
-        at = check_cell(nb.get("cells", []), ex_id)
-        later = [c.index for c in own if c.index > max(mine) and (at is None or c.index < at)]
-        if later:
-            moved.append(AnswerCell(max(later), ex_id, ""))
+        if mine:
+            later = [c.index for c in own if c.index > max(mine) and (at is None or c.index < at)]
+            if later:
+                moved.append(AnswerCell(max(later), ex_id, ""))
+            continue
+        name = get_exercise(ex_id).name
+        defining = [c.index for c in (*answers, *own) if name in defines(c.source)]
+        above = [i for i in defining if at is None or i < at]
+        if defining:
+            moved.append(AnswerCell(max(above) if above else min(defining), ex_id, ""))
     return moved
+
+
+def run_order(cells: Sequence[AnswerCell]) -> list[AnswerCell]:
+    """The cells in notebook order; an empty cell made by :func:`checked_after` right after the cell
+    whose index it shares."""
+    return sorted(cells, key=lambda c: (c.index, c.source == "" and c.exercise != OWN_CELL, c.exercise))

@@ -18,9 +18,12 @@ and hostile ``__str__`` included) costs only its own exercise.
 """
 from __future__ import annotations
 
+import ast
+import asyncio
 import builtins
 import gc
 import importlib
+import inspect
 import json
 import math
 import os
@@ -109,9 +112,22 @@ class _NoIPython:
 def _compile(source: str, filename: str, guard: ReferenceGuard) -> types.CodeType:
     """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.submissions.strip_magics`), and
     record its code as the learner's own (see :meth:`ReferenceGuard.answer_code`)."""
-    code = compile(strip_magics(source), filename, "exec", dont_inherit=True)
+    code = compile(strip_magics(source), filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     guard.answer_code(code)
     return code
+
+
+def _exec(code: types.CodeType, namespace: dict) -> None:
+    """Run a compiled cell in ``namespace``; a cell with a top-level ``await`` (which IPython runs) in an
+    event loop of its own."""
+    if not code.co_flags & inspect.CO_COROUTINE:
+        exec(code, namespace)
+        return
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(eval(code, namespace))
+    finally:
+        loop.close()
 
 
 def _is_memory_error(e: BaseException) -> bool:
@@ -159,12 +175,12 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
     except SyntaxError as e:
         return {"kind": CellError.SYNTAX, "message": f"Your answer cell has a syntax error{_line(e, filename)}: "
                                                      f"{safe_repr(e.msg, 200)}."}
-    ipython = _NoIPython(lambda body: exec(_compile(body, filename, guard), namespace))
+    ipython = _NoIPython(lambda body: _exec(_compile(body, filename, guard), namespace))
     namespace["get_ipython"] = lambda: ipython  # what IPython's transformer turns magics into
     before = set(namespace)
     try:
         with exercises.time_limit(seconds):
-            exec(code, namespace)
+            _exec(code, namespace)
     except TimeLimit:
         return {"kind": CellError.TIMEOUT, "message": f"Your answer cell did not finish within {seconds:g} s and "
                                                       "was stopped. Look for a loop that never ends outside your "
@@ -198,7 +214,8 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     """
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error["kind"] in FATAL_CELL_ERRORS:
-        return {"status": FAILED, "feedback": cell_error["message"], "code": misconceptions.CELL_ERROR}
+        return {"status": FAILED, "feedback": cell_error["message"],
+                "code": misconceptions.TIMEOUT if cell_error["kind"] == CellError.TIMEOUT else misconceptions.CELL_ERROR}
     answer = namespace.get(ex.name, _MISSING)
     if answer is _MISSING:
         prefix = cell_error["message"] + " " if cell_error else "Your answer cell does not define "
@@ -310,9 +327,11 @@ def _data_in_use() -> int:
 
 
 def notebook_namespace() -> dict:
-    """What a notebook's setup cell provides, for the answer cells to run in."""
+    """What a notebook's setup cell provides, for the answer cells to run in: its names, and what its
+    ``cu.setup()`` does (the stand-in GPU on where there is no accelerator). Done before the snapshot, so
+    that an answer cell which calls ``cu.setup()`` again (a copied setup cell) changes nothing."""
     try:
-        device = course_utils.best_device()
+        device = course_utils.setup()   # its banner goes to /dev/null, as the learner's prints do
     except Exception:
         device = torch.device("cpu")
     namespace = {"__name__": "__main__", "__builtins__": builtins, "torch": torch, "nn": nn, "F": F,

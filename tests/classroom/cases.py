@@ -523,6 +523,17 @@ WORKER = {
                                blank_like="%%time\n" + SOL["01.blank_like"]),
     "frames.ipynb": answers01(nbytes=("import sys\nok = (1\n!= 2)\n"
                                       "def nbytes(t):\n    return getattr(sys, '_get' + 'frame')(2).f_back\n")),
+    "await.ipynb": answers01(nbytes=("import asyncio\nawait asyncio.sleep(0)\n"
+                                     "async def element_size(t):\n    return t.element_size()\n"
+                                     "size_of_one = await element_size(torch.ones(1))\n" + SOL["01.nbytes"])),
+    # 5b. honest reshapes of the notebook: a copied setup cell, answer cells merged (either marker kept)
+    "setup_again.ipynb": answers01(nbytes=('import torch\nimport course_utils as cu\n\ndevice = cu.setup("01")\n'
+                                          + SOL["01.nbytes"])),
+    "merged_first.ipynb": notebook(cell("01.nbytes", SOL["01.nbytes"] + "\n" + SOL["01.blank_like"]),
+                                   cell(None, "print('try it')\n")),
+    "merged_second.ipynb": notebook(cell(None, "x = 1\n"),
+                                    cell("01.blank_like", SOL["01.nbytes"] + "\n" + SOL["01.blank_like"])),
+    "07_merged.ipynb": notebook(cell("07.capstone", "\n".join(SOL[e] for e in sorted(SOL) if e.startswith("07.")))),
     # 6. cheats that scored before: lying values, lenient modes, hidden modes, emptied tables, frames and copies
     "05_lies.ipynb": answers05(is_on=LIES_CLASS, model_device=LIES_DEVICE, training_bytes=LIES_INT),
     "04_tensor_subclass.ipynb": answers04(mask_future=LIES_TENSOR),

@@ -2,7 +2,8 @@
 
 For each lesson, notebooks made of its setup cell, its answer cells and its check cells, written the
 ways learners write them: as handed out, solved, solved with the code in a helper of the learner's
-own (above or below the answer cell), solved in a cell that lost its answer-cell marker. The
+own (above or below the answer cell), solved in a cell that lost its answer-cell marker, every answer merged
+into the first answer cell, the setup cell copied into each answer cell. The
 notebook side runs every cell in a fresh IPython shell, as a kernel does, and reads what each
 ``cu.exercise`` check said; the grader side grades the same files. The full lesson notebooks are
 covered by the nbval runs (tests/test_notebook_runs.py) and by test_grader.py.
@@ -24,7 +25,7 @@ from course_utils.classroom.submissions import answer_cells
 from course_utils.exercises import exercise_ids, get_exercise
 from nbtools import ROOT, load, notebook_paths, source
 
-KINDS = ("unsolved", "solved", "helper above", "helper below", "no marker")
+KINDS = ("unsolved", "solved", "helper above", "helper below", "no marker", "merged", "setup copied")
 LESSONS = sorted({get_exercise(e).lesson for e in exercise_ids()})
 
 
@@ -43,10 +44,16 @@ def lesson_notebook(lesson: str, kind: str) -> dict:
     setup = next(c for c in nb["cells"] if "cu.setup(" in source(c))
     stubs = {a.exercise: a.source for a in answer_cells(nb)}
     cells = [_code(source(setup))]
-    for ex_id in (e for e in exercise_ids() if get_exercise(e).lesson == lesson):
+    ids = [e for e in exercise_ids() if get_exercise(e).lesson == lesson]
+    for ex_id in ids:
         ex = get_exercise(ex_id)
         reference = ex.solution_source
-        if kind == "unsolved":
+        if kind == "merged":   # every answer in the first answer cell, which keeps its marker; the others deleted
+            merged = "\n\n".join(get_exercise(e).solution_source for e in ids)
+            answer = [_code(merged, ex_id)] if ex_id == ids[0] else []
+        elif kind == "setup copied":
+            answer = [_code(source(setup) + "\n" + reference, ex_id)]
+        elif kind == "unsolved":
             answer = [_code(stubs[ex_id], ex_id)]
         elif kind == "solved":
             answer = [_code(reference, ex_id)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from course_utils import standin
 from course_utils.classroom import worker
 from course_utils.classroom.submissions import PROVIDED
 
@@ -17,7 +18,19 @@ def test_errors_in_answer_cells(batch):
 
 
 def test_what_the_setup_cell_gives_the_grader_gives_too():
-    assert set(worker.notebook_namespace()) - {"__name__", "__builtins__"} <= PROVIDED
+    try:
+        assert set(worker.notebook_namespace()) - {"__name__", "__builtins__"} <= PROVIDED
+    finally:
+        standin.disable()   # the namespace is made as cu.setup() makes it: the stand-in on, in this thread too
+
+
+@pytest.mark.parametrize("submission", ["setup_again.ipynb", "merged_first.ipynb", "merged_second.ipynb",
+                                        "07_merged.ipynb", "await.ipynb"])
+def test_honest_reshapes_of_the_notebook_keep_full_marks(graded, submission):
+    """A setup cell copied into an answer cell, two answer cells merged into one (whichever marker was kept, a
+    whole lesson in one cell) and a top-level ``await`` (IPython runs it) are graded as Check sees them."""
+    assert graded.rows.full_marks(submission), {e: graded.rows.feedback(submission, e)
+                                                for e in graded.rows.points(submission) if e != "TOTAL"}
 
 
 # --- graded the way the notebook runs ------------------------------------------------------------

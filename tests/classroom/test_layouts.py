@@ -1,0 +1,94 @@
+"""Whose each submission is, in the layouts schools collect a class in (:mod:`course_utils.classroom.layouts`), and
+the class report counted per student and per lesson handed in, whatever the layout."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from course_utils.classroom import class_report, layouts
+from course_utils.classroom.grader import SubmissionGrade
+from .generated_class import generate
+
+
+@pytest.fixture(scope="module")
+def klass():
+    return generate(30)
+
+
+def _student_number(submission: str) -> int:
+    return int(submission.split("/")[0][1:])   # generated submissions are sNNNN/<lesson>_lesson.ipynb
+
+
+#: Each layout: the path a generated student's lesson submission gets in it.
+LAYOUTS = {
+    layouts.CANVAS: lambda n, lesson, i: f"download/s{n:04d}{'_LATE' if n % 5 == 0 else ''}_{1000 + n}_{7000 + i}_"
+                                         f"{lesson}_lesson{'-1' if n % 4 == 0 else ''}.ipynb",
+    layouts.MOODLE: lambda n, lesson, i: f"download/Student {n}_{500 + n}_assignsubmission_file_{lesson}/"
+                                         f"{lesson}_lesson.ipynb",
+    layouts.NBGRADER: lambda n, lesson, i: f"course/submitted/s{n:04d}/lesson{lesson}/{lesson}_lesson.ipynb",
+    layouts.FOLDERS: lambda n, lesson, i: f"class/s{n:04d}/{lesson}_lesson.ipynb",
+}
+
+
+def _moved(klass, layout: str) -> list[SubmissionGrade]:
+    out = []
+    for i, grade in enumerate(klass.grades):
+        path = LAYOUTS[layout](_student_number(grade.submission), grade.submission.split("/")[1][:2], i)
+        out.append(SubmissionGrade(path, [dataclasses.replace(r, submission=path) for r in grade.rows]))
+    return out
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_layout_gives_the_same_class(klass, layout):
+    grades = _moved(klass, layout)
+    rows = [r for g in grades for r in g.rows]
+    report = class_report.summarize(rows)
+    assert report.students == klass.students, report.layout
+    assert {m.code: m.students for m in report.misconceptions} == klass.expected_codes
+    assert {s.lesson: s.all_passed for s in report.lessons} == klass.expected_all_passed
+    assert report.layout.startswith(layouts.DESCRIPTIONS[layout])
+    assert f"{klass.students} students, {len(grades)} submissions" in report.layout
+
+
+def test_canvas_names_and_ids_are_read_from_the_file_name():
+    found = layouts.students({"dl/doejane_1234_5678_01_tensors.ipynb": {"01"},
+                              "dl/doejane_LATE_1234_5680_02_cpu_vs_gpu-1.ipynb": {"02"},
+                              "dl/lijun_77_5679_01_tensors.ipynb": {"01"}})
+    assert [(s.name, s.id, s.layout) for s in found.values()] == [
+        ("doejane", "1234", layouts.CANVAS), ("doejane", "1234", layouts.CANVAS), ("lijun", "77", layouts.CANVAS)]
+
+
+def test_a_lesson_number_is_not_read_as_a_canvas_name():
+    found = layouts.students({"alice/01_2_3_tensors.ipynb": {"01"}})
+    assert found["alice/01_2_3_tensors.ipynb"].layout == layouts.FOLDERS
+
+
+def test_a_folder_of_one_lesson_by_several_names_is_a_flat_folder_and_copies_stay_one_student():
+    found = layouts.students({"lab/alice_lab1.ipynb": {"01"}, "lab/bob_lab1.ipynb": {"01"},
+                              "alice/01_tensors.ipynb": {"01"}, "alice/01_tensors (1).ipynb": {"01"},
+                              "alice/02_cpu_vs_gpu.ipynb": {"02"}, "01_tensors.ipynb": {"01"}})
+    assert {p: (s.key, s.layout) for p, s in found.items()} == {
+        "lab/alice_lab1.ipynb": ("lab/alice_lab1.ipynb", layouts.FLAT),
+        "lab/bob_lab1.ipynb": ("lab/bob_lab1.ipynb", layouts.FLAT),
+        "alice/01_tensors.ipynb": ("alice", layouts.FOLDERS),
+        "alice/01_tensors (1).ipynb": ("alice", layouts.FOLDERS),
+        "alice/02_cpu_vs_gpu.ipynb": ("alice", layouts.FOLDERS),
+        "01_tensors.ipynb": ("01_tensors.ipynb", layouts.FLAT)}
+
+
+def test_a_misconception_is_a_share_of_those_who_handed_in_its_lesson(klass):
+    """Every student hands in lesson 01; two hand in lesson 03 (one with a mistake): its share is of 2."""
+    wrong03 = next(g.submission for g in klass.grades if g.submission.endswith("/03_lesson.ipynb")
+                   and any(r.code.startswith("03.") for r in g.rows))
+    two = {_student_number(wrong03), _student_number(wrong03) % klass.students + 1}
+    rows = [r for g in klass.grades for r in g.rows
+            if r.exercise[:2] == "01" or (r.exercise[:2] == "03" and _student_number(g.submission) in two)]
+    report = class_report.summarize(rows)
+    lesson03 = [m for m in report.misconceptions if all(e.startswith("03.") for e in m.exercises)]
+    lesson01 = [m for m in report.misconceptions if all(e.startswith("01.") for e in m.exercises)]
+    assert lesson03 and lesson01
+    assert {m.of for m in lesson03} == {2} and {m.of for m in lesson01} == {klass.students}
+    html = class_report.render_html(report)
+    specific = next(m for m in lesson03 if not m.generic)
+    assert f"<b>{specific.students}</b> of the 2 students who handed in lesson 03" in html
