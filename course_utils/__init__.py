@@ -30,10 +30,11 @@ from .mismatch import explain_devices
 from .store import summary as progress
 from .results import Result
 from .runtime import setup
+from .simdevice import is_simulated
 from .timing import time_it
 from .widgets import exercise, quiz
 
-__all__ = ["setup", "best_device", "accelerator", "check", "Result", "exercise", "exercise_ids",
+__all__ = ["setup", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure"]
 __version__ = "0.1.0"

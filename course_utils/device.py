@@ -40,6 +40,11 @@ def accelerator() -> Optional[torch.device]:
     return torch.accelerator.current_accelerator()
 
 
+def chosen_by_user() -> bool:
+    """Whether ``COURSE_DEVICE`` chooses the device (then no simulated GPU stands in for a missing one)."""
+    return bool(os.environ.get(DEVICE_ENV, "").strip())
+
+
 def accelerator_required() -> bool:
     """Whether ``COURSE_REQUIRE_ACCELERATOR`` asks for a real accelerator (e.g. on a GPU CI runner)."""
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in {"1", "true", "yes"}
@@ -112,6 +117,8 @@ def describe(device: torch.device) -> str:
         return f"{props.name}, {props.total_memory / 2**30:.1f} GiB"
     if device.type == "cpu":
         return f"CPU, {torch.get_num_threads()} threads"
+    if device.type == "simgpu":   # course_utils.simdevice: no floor below this one may import it
+        return "the course's simulated GPU: values in host memory"
     return device.type.upper()
 
 
@@ -141,7 +148,7 @@ def free_memory(device: torch.device) -> Optional[int]:
 def synchronize(device: torch.device) -> None:
     """Wait for all queued work on ``device`` (a no-op on the CPU and meta devices)."""
     device = torch.device(device)
-    if device.type in ("cpu", "meta"):
+    if device.type in ("cpu", "meta", "simgpu"):   # simgpu: course_utils.simdevice, done when a call returns
         return
     torch.accelerator.synchronize(device)
 

@@ -8,7 +8,7 @@ import sys
 import torch
 
 from . import device as _device
-from . import standin
+from . import simdevice, standin
 from .text import wrapped
 
 
@@ -52,8 +52,9 @@ def no_accelerator_advice() -> str:
     if on_binder():
         return ("Binder is CPU-only. Everything runs here; GPU-only cells say so and show what a GPU "
                 "prints. For a real GPU, open the notebook in Colab (badge at the top).")
-    return ("No accelerator found: the course runs on the CPU and uses the 'meta' device as a second "
-            "device. For a GPU, open the notebook in Colab (badge at the top) and pick a GPU runtime.")
+    return ("No accelerator found: the course gives you a simulated GPU (below), or, on an older PyTorch, the "
+            "'meta' device as a second device. For a real GPU, open the notebook in Colab (badge at the top) and "
+            "pick a GPU runtime.")
 
 
 def banner(device: torch.device) -> str:
@@ -67,7 +68,9 @@ def banner(device: torch.device) -> str:
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
                      f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
     acc = _device.accelerator()
-    if acc is None:
+    if simdevice.is_simulated(device):
+        lines += [no_accelerator_advice(), SIMULATED_LINE]
+    elif acc is None:
         lines.append(no_accelerator_advice())
     elif device.type == "cpu":
         lines.append(f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the CPU.")
@@ -79,6 +82,10 @@ def banner(device: torch.device) -> str:
     return "\n".join(part for line in lines for part in wrapped(line, then="  "))
 
 
+#: The banner's line when :func:`setup` hands out the simulated GPU (:mod:`course_utils.simdevice`).
+SIMULATED_LINE = (f"Simulated GPU: {simdevice.NAME}:0 and {simdevice.NAME}:1 hold real values in host memory and raise "
+                  "what a CUDA GPU raises. Not simulated: speed (timings measure your CPU), memory limits, pinned "
+                  "memory and CUDA's own API (.cuda(), torch.cuda).")
 #: The banner's line when :func:`setup` switches the stand-in GPU on.
 STAND_IN_LINE = "Stand-in GPU: 'meta' plays cuda:0; mixed with CPU tensors it raises what a GPU raises."
 
@@ -96,7 +103,9 @@ def setup(lesson: str | None = None) -> torch.device:
         lesson: the lesson number (``"01"``..``"08"``), shown in the banner's first line.
 
     In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
-    is explained under its traceback. On the CPU it switches on the stand-in GPU
+    is explained under its traceback. Without an accelerator it registers the simulated GPU and hands out
+    ``simgpu:0`` (:mod:`course_utils.simdevice`, PyTorch 2.10 and later); where that cannot be, or on the CPU
+    that ``COURSE_DEVICE`` chose, it switches on the stand-in GPU
     (:func:`course_utils.standin.enable`, in the calling thread): the lessons' ``meta`` tensors then refuse
     CPU tensors with the error a CUDA GPU raises. With an accelerator it is switched off.
 
@@ -107,6 +116,8 @@ def setup(lesson: str | None = None) -> torch.device:
     from . import extension  # imports only the error catalogue: no floor above this one
     extension.enable()
     device = _device.best_device()
+    if device.type == "cpu" and not _device.chosen_by_user() and simdevice.wanted():
+        device = simdevice.enable()
     _device.make_current(device)
     if uses_stand_in(device):
         standin.enable()    # per thread: this is the thread that runs the notebook's cells

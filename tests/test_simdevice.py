@@ -1,0 +1,191 @@
+"""course_utils.simdevice: the simulated GPU holds real values and behaves as a CUDA GPU does, in a process of its own
+(its registration cannot be undone, so it never happens in the test runner's process).
+
+Each case is a learner's cell; what it must do is what a CUDA build of the installed PyTorch does (read from
+PyTorch's own rules, :mod:`course_utils.devicerules`): run with these values, or raise this message."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from course_utils import devicerules, simdevice
+
+pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {torch.__version__} cannot register "
+                                "the simulated GPU (2.10 and later can); the lessons use the meta stand-in")
+
+#: Cells that run on a GPU: name -> (code, the value its last line must give, as text).
+RUNS = {
+    "print": ("g = torch.arange(3.).to(device); repr(g)", "tensor([0., 1., 2.], device='simgpu:0')"),
+    "item": ("torch.tensor([1.5, 2.5], device=device).sum().item()", "4.0"),
+    "tolist": ("torch.ones(2, 2, device=device).tolist()", "[[1.0, 1.0], [1.0, 1.0]]"),
+    "to cpu": ("t = torch.ones(2, device=device).to('cpu'); (type(t).__name__, str(t.device))", "('Tensor', 'cpu')"),
+    "cpu()": ("str(torch.ones(2, device=device).cpu().device)", "cpu"),
+    "boolean mask": ("g = torch.arange(5., device=device); g[g > 2].tolist()", "[3.0, 4.0]"),
+    "mask with a cpu mask": ("g = torch.arange(4., device=device); g[torch.tensor([True, False, True, False])].tolist()",
+                             "[0.0, 2.0]"),
+    "cpu index": ("g = torch.arange(4., device=device); g[torch.tensor([0, 3])].tolist()", "[0.0, 3.0]"),
+    "0-dim cpu in a binary op": ("(torch.ones(2, device=device) * torch.tensor(3.)).tolist()", "[3.0, 3.0]"),
+    "0-dim cpu in place": ("g = torch.ones(2, device=device); g += torch.tensor(1.); g.mul_(torch.tensor(.5)); "
+                           "g.tolist()", "[1.0, 1.0]"),
+    "where moves 0-dim": ("g = torch.arange(3., device=device); torch.where(g > 0, g, torch.tensor(-1.)).tolist()",
+                          "[-1.0, 1.0, 2.0]"),
+    "written 0-dim value": ("g = torch.zeros(3, device=device); g[torch.tensor([1])] = torch.tensor(7.); g.tolist()",
+                            "[0.0, 7.0, 0.0]"),
+    "masked_fill with a 0-dim cpu value": ("g = torch.zeros(2, device=device); "
+                                           "g.masked_fill(g == 0, torch.tensor(2.)).tolist()", "[2.0, 2.0]"),
+    "copy_ between devices": ("g = torch.zeros(2, device=device); g.copy_(torch.ones(2)); g.tolist()", "[1.0, 1.0]"),
+    "second device": ("str(torch.zeros(1, device='simgpu:1').to('simgpu:0').device)", "simgpu:0"),
+    "device index None": ("torch.device('simgpu').index is None and torch.device('simgpu') != torch.device('simgpu:0')",
+                          "True"),
+    "Module.to keeps parameters": ("m = nn.Linear(3, 2); w = m.weight; m.to(device); "
+                                   "(m.weight is w, str(w.device))", "(True, 'simgpu:0')"),
+    "training matches the CPU": (textwrap.dedent("""\
+        torch.manual_seed(0); cpu_model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+        sim_model = copy.deepcopy(cpu_model).to(device)
+        x, y = torch.randn(16, 3), torch.randn(16, 1)
+        for model, xs, ys in ((cpu_model, x, y), (sim_model, x.to(device), y.to(device))):
+            opt = torch.optim.Adam(model.parameters(), lr=0.05)
+            for _ in range(5):
+                loss = F.mse_loss(model(xs), ys); opt.zero_grad(); loss.backward(); opt.step()
+        state = opt.state[next(sim_model.parameters())]
+        (all(torch.allclose(a, b.cpu()) for a, b in zip(cpu_model.parameters(), sim_model.parameters())),
+         str(state['exp_avg'].device))"""), "(True, 'simgpu:0')"),
+    "save and load": (textwrap.dedent("""\
+        buf = io.BytesIO(); torch.save(nn.Linear(2, 2).to(device).state_dict(), buf)
+        places = []
+        for where in ('cpu', None, device, 'simgpu:1'):
+            buf.seek(0); places.append(str(torch.load(buf, map_location=where)['weight'].device))
+        places"""), "['cpu', 'simgpu:0', 'simgpu:0', 'simgpu:1']"),
+    "a cpu checkpoint onto the device": (textwrap.dedent("""\
+        buf = io.BytesIO(); torch.save(nn.Linear(2, 2).state_dict(), buf); buf.seek(0)
+        str(torch.load(buf, map_location=device)['bias'].device)"""), "simgpu:0"),
+    "DataLoader(pin_memory=True)": ("data = torch.utils.data.TensorDataset(torch.ones(4, 2)); "
+                                    "[b[0].shape[0] for b in torch.utils.data.DataLoader(data, batch_size=2, "
+                                    "pin_memory=True)]", "[2, 2]"),
+    "accelerator": ("(torch.accelerator.is_available(), str(torch.accelerator.current_accelerator()), "
+                    "torch.accelerator.device_count())", "(True, 'simgpu', 2)"),
+    "synchronize": ("torch.accelerator.synchronize(); torch.accelerator.synchronize(device)", "None"),
+    "autocast": ("layer = nn.Linear(2, 2).to(device)\nwith torch.autocast(device_type=device.type, "
+                 "dtype=torch.float16):\n    out = layer(torch.ones(1, 2, device=device))\n"
+                 "(out.dtype, layer.weight.dtype)", "(torch.float16, torch.float32)"),
+    "distributions": ("str(torch.distributions.Normal(torch.zeros(2, device=device), "
+                      "torch.ones(2, device=device)).sample().device)", "simgpu:0"),
+}
+
+#: Cells a GPU refuses: name -> (code, the exception type, the message as a function of the PyTorch version).
+RAISES = {
+    "cpu + device": ("torch.ones(2, device=device) + torch.ones(2)", "RuntimeError",
+                     devicerules.elementwise_message("simgpu:0", "cpu")),
+    "device 0 + device 1": ("torch.ones(2, device=device) + torch.ones(2, device='simgpu:1')", "RuntimeError",
+                            devicerules.elementwise_message("simgpu:0", "simgpu:1")),
+    "Linear on a cpu input": ("nn.Linear(3, 2).to(device)(torch.ones(1, 3))", "RuntimeError",
+                              devicerules.per_argument_message("mat1", "cpu", "simgpu:0", "wrapper_CUDA_addmm")),
+    "three inputs refuse a 0-dim cpu": ("g = torch.ones(2, device=device); torch.addcmul(g, g, torch.tensor(2.))",
+                                        "RuntimeError", devicerules.elementwise_message("simgpu:0", "cpu")),
+    "scatter_ with a cpu index": ("torch.zeros(3, device=device).scatter_(0, torch.tensor([0]), "
+                                  "torch.ones(1, device=device))", "RuntimeError",
+                                  devicerules.per_argument_message("index", "cpu", "simgpu:0",
+                                                                   "wrapper_CUDA_scatter__src")),
+    "written non-0-dim cpu values": ("g = torch.zeros(2, 2, device=device); g[torch.tensor([0])] = torch.ones(1, 2)",
+                                     "RuntimeError", devicerules.elementwise_message("simgpu:0", "cpu")),
+    "a device index into cpu data": ("torch.ones(3)[torch.tensor([0], device=device)]", "RuntimeError",
+                                     "indices should be either on cpu or on the same device as the indexed tensor "
+                                     "(cpu)"),
+    "masked_fill with a cpu mask": ("g = torch.zeros(2, device=device); g.masked_fill(torch.tensor([True, False]), 1.)",
+                                    "RuntimeError", "expected self and mask to be on the same device, but got mask on "
+                                                    "cpu and self on simgpu:0"),
+    "bucketize": ("torch.bucketize(torch.ones(2, device=device), torch.tensor([0., 2.]))", "RuntimeError",
+                  devicerules.per_argument_message("boundaries", "cpu", "simgpu:0", "wrapper_CUDA_Tensor_bucketize")),
+    "cdist": ("torch.cdist(torch.ones(1, 2, 3, device=device), torch.ones(1, 2, 3))", "RuntimeError",
+              devicerules.per_argument_message("x2", "cpu", "simgpu:0", "wrapper_CUDA___cdist_forward")),
+    "BatchNorm with cpu running stats": ("F.batch_norm(torch.ones(2, 3, device=device), torch.zeros(3), torch.ones(3))",
+                                         "RuntimeError",
+                                         devicerules.per_argument_message("running_mean", "cpu", "simgpu:0",
+                                                                          "wrapper_CUDA__native_batch_norm")),
+    "numpy": ("torch.ones(2, device=device).numpy()", "TypeError",
+              "can't convert simgpu:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
+              "first."),
+    "training on device 1": ("w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward()",
+                             "RuntimeError", "The course's simulated GPU computes gradients on simgpu:0 only"),
+}
+
+_PROBE = r"""
+import copy, io, json, sys, traceback
+import torch, torch.nn as nn, torch.nn.functional as F
+import course_utils as cu
+from course_utils import simdevice
+device = cu.setup()
+cases = json.loads(sys.stdin.read())
+out = {"device": str(device)}
+simdevice._note_pending = False   # the first error's note, tested apart
+import ast
+for name, code in cases.items():
+    tree = ast.parse(code)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    scope = {"torch": torch, "nn": nn, "F": F, "copy": copy, "io": io, "device": device}
+    try:
+        exec(compile(tree, "<cell>", "exec"), scope)
+        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), scope) if last else None
+        out[name] = ["ok", value if isinstance(value, str) else repr(value)]
+    except Exception as e:
+        frames = traceback.extract_tb(e.__traceback__)
+        out[name] = [type(e).__name__, str(e), len(frames)]
+print("RESULTS " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict:
+    cases = {name: code for name, (code, *_) in {**RUNS, **RAISES}.items()}
+    done = subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(cases), capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "COURSE_DEVICE": ""})
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(line[len("RESULTS "):])
+
+
+def test_setup_hands_out_the_simulated_gpu(outcomes):
+    assert outcomes["device"] == "simgpu:0"
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_what_a_gpu_runs_runs_with_real_values(outcomes, name):
+    assert outcomes[name] == ["ok", RUNS[name][1]], outcomes[name]
+
+
+@pytest.mark.parametrize("name", list(RAISES))
+def test_what_a_gpu_refuses_raises_its_error(outcomes, name):
+    kind, message = RAISES[name][1:]
+    got = outcomes[name]
+    assert got[:1] == [kind] and got[1].startswith(message), got
+
+
+def test_the_first_error_says_where_it_comes_from_and_tracebacks_stay_short():
+    code = ("import torch, course_utils as cu\ndevice = cu.setup()\n"
+            "try:\n    torch.ones(2, device=device) + torch.ones(2)\nexcept RuntimeError as e:\n"
+            "    import traceback; print(len(traceback.extract_tb(e.__traceback__))); print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    frames, *message = done.stdout.splitlines()[-3:]
+    assert message == [devicerules.elementwise_message("simgpu:0", "cpu"), simdevice.NOTE], done.stdout + done.stderr
+    assert int(frames) <= 6
+
+
+def test_the_banner_says_what_is_simulated_and_what_is_not():
+    done = subprocess.run([sys.executable, "-c", "import course_utils as cu; cu.setup('01')"], capture_output=True,
+                          text=True, timeout=120)
+    banner = " ".join(done.stdout.split())
+    assert "Device for this lesson: simgpu:0" in banner
+    assert "Simulated GPU: simgpu:0 and simgpu:1 hold real values in host memory" in banner
+    assert "Not simulated: speed (timings measure your CPU), memory limits, pinned memory and CUDA's own API" in banner
+
+
+def test_course_simulated_gpu_0_keeps_the_meta_stand_in():
+    code = "import course_utils as cu; d = cu.setup(); print(d, cu.standin.is_enabled(), cu.simdevice.is_enabled())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, simdevice.OFF_ENV: "0"})
+    assert done.stdout.split()[-3:] == ["cpu", "True", "False"], done.stdout + done.stderr
