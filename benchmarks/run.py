@@ -223,6 +223,59 @@ def standin(repeats: int = 15) -> list[str]:
     return rows + ["", "The stand-in checks every torch call while it is on; `standin.paused()` lifts it."]
 
 
+def simdevice(repeats: int = 9) -> list[str]:
+    """The simulated GPU's cost: lessons 02, 07 and 08's work on ``simgpu:0`` tensors against the same work on plain
+    CPU tensors (the fastest of alternating repeats, one thread). The course times the CPU tensors behind the
+    simulated ones, so this is the cost of running a lesson's untimed cells, not a measurement a learner sees."""
+    import torch
+
+    from course_utils import simdevice as sim
+
+    if not sim.available():
+        return [f"PyTorch {torch.__version__} cannot register the simulated GPU (2.10 and later can)."]
+    sim.enable()
+
+    def work(device: str) -> dict:
+        mats = [(torch.randn(n, n, device=device), torch.randn(n, n, device=device)) for n in (16, 64, 256)]
+        copies = [torch.ones(n) for n in (2**14, 2**18, 2**20)]
+        net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).to(device)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        batch, labels = torch.randn(16, 32, device=device), torch.randint(0, 10, (16,), device=device)
+
+        def matmuls() -> None:
+            for a, b in mats:
+                for _ in range(10):
+                    a @ b
+
+        def host_to_device() -> None:
+            for c in copies:
+                c.to(device, copy=True)
+
+        def training_steps() -> None:
+            for _ in range(4):
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(net(batch), labels).backward()
+                opt.step()
+
+        return {"02: n×n matmuls, n = 16, 64, 256": matmuls,
+                "07: host → device copies, 64 kB to 4 MiB": host_to_device,
+                "08: 4 training steps, a small MLP": training_steps}
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    cpu, simulated = work("cpu"), work("simgpu:0")
+    rows = ["| work | CPU tensors (per loop) | simgpu:0 / CPU |", "|---|---:|---:|"]
+    for name in cpu:
+        plain, wrapped = [], []
+        for _ in range(repeats):
+            plain.append(_per_call(cpu[name]))
+            wrapped.append(_per_call(simulated[name]))
+        rows.append(f"| {name} | {_fmt(min(plain))} | {min(wrapped) / min(plain):.2f} |")
+    torch.set_num_threads(threads)
+    return rows + ["", "Each operation on the simulated GPU runs on the CPU tensors behind it, after a device check "
+                       "and a Python dispatch (about 25 µs): large work costs the same, many tiny operations more."]
+
+
 def _per_call(fn, min_time: float = 0.03) -> float:
     """Seconds per call of ``fn``: one warm-up call, then calls until ``min_time`` has passed."""
     fn()
@@ -337,7 +390,7 @@ def report(students: int = 1000, repeats: int = 3) -> list[str]:
 
 
 SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors,
-            "standin": standin, "memory": memory, "grading": grading, "report": report}
+            "standin": standin, "simdevice": simdevice, "memory": memory, "grading": grading, "report": report}
 
 
 def main() -> int:

@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import inventory, standin
+from . import inventory, simdevice, standin
 from .errors import Explanation, explain_error
 
 __all__ = ["load", "unload", "enable", "ErrorHelp", "variables_on", "cell_names", "is_machinery",
@@ -40,7 +40,9 @@ _SHOW_ALL = ("Verbose", "Minimal")   # %xmode modes in which the traceback is le
 _CAUGHT = (Exception,)   # what the traceback handler sees: it shortens only the errors the course knows
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _TORCH_MACHINERY = ("overrides.py", "library.py")   # public modules of PyTorch that only pass calls on
-_STANDIN = os.path.splitext(standin.__file__)[0]
+#: The course's own stand-ins for a GPU, whose frames a trimmed traceback hides as PyTorch's machinery.
+_STANDINS = {os.path.splitext(standin.__file__)[0]: "the course's stand-in GPU",
+             os.path.splitext(simdevice.__file__)[0]: "the course's simulated GPU"}
 
 
 class ErrorHelp:
@@ -182,7 +184,7 @@ def is_machinery(frame: types.FrameType) -> bool:
     """
     code = frame.f_code
     path = code.co_filename
-    if os.path.splitext(path)[0] == _STANDIN:
+    if os.path.splitext(path)[0] in _STANDINS:
         return True
     if not path.startswith(_TORCH):
         return False
@@ -220,8 +222,9 @@ def _hands_on(tb: types.TracebackType) -> bool:
 def _hidden_note(hidden: list[types.FrameType]) -> str:
     """The line under a shortened traceback: how many frames it leaves out, and how to see them."""
     frames = "1 frame" if len(hidden) == 1 else f"{len(hidden)} frames"
-    standin_too = any(os.path.splitext(f.f_code.co_filename)[0] == _STANDIN for f in hidden)
-    inside = "PyTorch and the course's stand-in GPU" if standin_too else "PyTorch"
+    names = {os.path.splitext(f.f_code.co_filename)[0] for f in hidden}
+    course = sorted(_STANDINS[name] for name in names if name in _STANDINS)
+    inside = " and ".join(["PyTorch", *course])
     return f"({frames} inside {inside} not shown: run %tb to see them.)"
 
 

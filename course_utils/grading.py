@@ -176,9 +176,10 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
     """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor.
 
     An ``nn.Parameter`` gives a plain view of itself; a tensor on the simulated GPU
-    (:class:`course_utils.simdevice.SimTensor`, whose class only the course makes) is taken as it is. Another subclass of ``torch.Tensor`` fails: its
-    ``__torch_function__`` could answer the check's own questions (``torch.equal``, ``.device``) with
-    anything. The type is read with ``type()``, which an object cannot fake (``__class__`` can).
+    (:class:`course_utils.simdevice.SimTensor`, whose class only the course makes) is taken as it is. Another
+    subclass of ``torch.Tensor`` fails: its ``__torch_function__`` could answer the check's own questions
+    (``torch.equal``, ``.device``) with anything. The type is read with ``type()``, which an object cannot fake
+    (``__class__`` can).
     """
     kind = type(value)
     if kind is torch.Tensor or kind is SimTensor:   # SimTensor: a tensor on the course's simulated GPU

@@ -72,7 +72,7 @@ class Outcome:
             return f"<div>{html.escape(self.message)}</div>"
         colour = "#2e9d4f" if self.correct else "#d9480f"
         verdict, _, explanation = self.text().partition("\n")
-        return card(f"<b>{html.escape(verdict)}</b>"          # in words; the card's edge repeats it in colour
+        return card(f"<b>{code_html(verdict)}</b>"            # in words; the card's edge repeats it in colour
                     f"<div class='course-explanation' style='margin-top:4px'>{code_html(explanation)}</div>",
                     colour, "course-quiz-outcome")
 

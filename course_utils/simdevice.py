@@ -43,7 +43,8 @@ COUNT = 2
 NOTE = (f"(This error comes from the course's simulated GPU: the message is the one a CUDA GPU gives, with "
         f"{NAME}:0 where the GPU says cuda:0.)")
 
-_STATE = {"enabled": False, "current": 0, "libraries": []}
+_STATE = {"enabled": False, "libraries": []}
+_current = 0          # the current simulated device (torch.simgpu.set_device, torch.simgpu.device(i))
 _note_pending = True
 
 
@@ -55,10 +56,12 @@ OFF_ENV = "COURSE_SIMULATED_GPU"
 ALLOWED = True
 
 
-def wanted() -> bool:
+def wanted(this_process: bool = True) -> bool:
     """Whether ``cu.setup()`` should hand out the simulated GPU where there is no accelerator: it can be registered
-    here and neither ``COURSE_SIMULATED_GPU=0`` nor this process said no."""
-    return ALLOWED and os.environ.get(OFF_ENV, "").strip().lower() not in ("0", "no", "false", "off") and available()
+    here and neither ``COURSE_SIMULATED_GPU=0`` nor this process (:data:`ALLOWED`) said no. With
+    ``this_process=False``: whether it would in a new Python process, such as a notebook's kernel started from here."""
+    return ((ALLOWED or not this_process) and available()
+            and os.environ.get(OFF_ENV, "").strip().lower() not in ("0", "no", "false", "off"))
 
 
 def available() -> bool:
@@ -91,9 +94,9 @@ def host(value: Any) -> Any:
 
 def _index(device: Any) -> int:
     if device is None:
-        return int(_STATE["current"])
+        return _current
     device = torch.device(device)
-    index = int(_STATE["current"]) if device.index is None else device.index
+    index = _current if device.index is None else device.index
     if not 0 <= index < COUNT:
         raise RuntimeError(f"{NAME}:{index} does not exist: the simulated GPU has {COUNT} devices, "
                            f"{NAME}:0 to {NAME}:{COUNT - 1}")
@@ -268,22 +271,24 @@ class _Module:
 
     @staticmethod
     def current_device() -> int:
-        return int(_STATE["current"])
+        return _current
 
     @staticmethod
     def set_device(device: Any) -> None:
-        _STATE["current"] = _index(device if not isinstance(device, int) else torch.device(NAME, device))
+        global _current
+        _current = _index(device if not isinstance(device, int) else torch.device(NAME, device))
 
     class device:  # noqa: N801  (as torch.cuda.device: a context that makes a device current)
         def __init__(self, device: Any) -> None:
             self.index = _index(device if not isinstance(device, int) else torch.device(NAME, device))
 
         def __enter__(self) -> None:
-            self.previous = _STATE["current"]
-            _STATE["current"] = self.index
+            global _current
+            self.previous, _current = _current, self.index
 
         def __exit__(self, *exc: Any) -> bool:
-            _STATE["current"] = self.previous
+            global _current
+            _current = self.previous
             return False
 
     @staticmethod

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from . import device as _device
-from . import standin
+from . import simdevice, standin
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,15 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
     Returns:
         A :class:`Timing` with the median seconds per call.
 
-    The stand-in GPU (:mod:`course_utils.standin`) is paused meanwhile, so ``fn`` runs as it would without it.
+    The stand-in GPU (:mod:`course_utils.standin`) is paused meanwhile, so ``fn`` runs as it would without it;
+    tensors on the simulated GPU (:mod:`course_utils.simdevice`) are timed as the CPU tensors that hold their values.
     """
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
     device = torch.device(device) if device is not None else torch.device("cpu")
+    if simdevice.is_simulated(device) or any(isinstance(a, simdevice.SimTensor) for a in args):
+        # The simulated GPU's work is the CPU's: time the CPU tensors that hold its values, not its bookkeeping.
+        device, args = torch.device("cpu"), simdevice.host(args)
     with standin.paused():
         timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
                                 timer=synchronized_clock(device),

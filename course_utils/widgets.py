@@ -80,12 +80,14 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
     w = _widgets()
     if w is None:
         return _Display(None, text, result._repr_html_())
-    checks = {"count": 1}
+    checks = {"count": 0}   # presses of Check (running this cell checks once more, and is said apart)
 
     def status_html(res: Result) -> str:
-        times = "once" if checks["count"] == 1 else f"{checks['count']} times"
+        pressed = checks["count"]
+        said = ("Checked when this cell ran" if pressed == 0 else
+                f"Checked with the Check button {'once' if pressed == 1 else f'{pressed} times'}")
         return (res._repr_html_() + f"<small class='course-check-count' style='opacity:.6'>"
-                f"Checked {times} (each Check runs your answer cell's current code)</small>")
+                f"{said} (each Check runs your answer cell's current code)</small>")
 
     status = w.HTML(value=status_html(result))
     check_button = w.Button(description="Check", button_style="primary", icon="check")

@@ -192,6 +192,8 @@ def simulated_machine(accelerator: str = "meta", count: int = 1, current: int = 
         (cuda, "is_available"): lambda: False,
         (cuda, "device_count"): lambda: 0,
     }
+    if hasattr(acc, "current_stream"):   # optimizers ask it from 2.15 (is a CUDA graph being captured?)
+        fakes[acc, "current_stream"] = lambda device=None: types.SimpleNamespace(is_capturing=lambda: False)
     if hasattr(acc, "device_index"):
         fakes[acc, "device_index"] = machine.device_index
     if machine.accelerator.type != "cuda":   # PyTorch asks the accelerator's module (torch.cuda, torch.mps)

@@ -16,6 +16,7 @@ import torch
 from nbclient import NotebookClient
 
 import course_utils.device as course_device
+from course_utils import simdevice
 from course_utils.errors import explain_error
 from nbtools import RAISE_WHEN, load, notebook_paths, raises, source
 
@@ -26,9 +27,19 @@ MACHINERY = ("torch/_prims", "torch/_refs", "torch/_decomp", "_call_impl", "cour
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+class _KernelDevice:
+    """``course_utils.device`` as a lesson's kernel sees it: there ``cu.setup()`` registers the simulated GPU where
+    there is no accelerator (not in this process: see conftest.py)."""
+
+    @staticmethod
+    def accelerator():
+        real = course_device.accelerator()
+        return simdevice.NAME if real is None and simdevice.wanted(this_process=False) else real
+
+
 def _raises_here(declared: dict) -> bool:
-    """Whether a cell raises on this machine (``course.raises.when``), decided as the notebook run decides."""
-    return bool(eval(RAISE_WHEN[declared.get("when", "always")], {"_torch": torch, "_device": course_device}))
+    """Whether a cell raises in a lesson's kernel (``course.raises.when``), decided as the notebook run decides."""
+    return bool(eval(RAISE_WHEN[declared.get("when", "always")], {"_torch": torch, "_device": _KernelDevice}))
 
 
 def _device_error_cells() -> list[tuple[Path, int]]:

@@ -40,6 +40,8 @@ def test_outcome_reveals_explanation_and_verdict():
     assert right.correct and right.text().startswith("Correct!")
     assert not wrong.correct and "Not quite" in wrong.text() and "“CPU”" in wrong.text()
     assert "Because" in wrong.text() and "<code>default</code>" in wrong._repr_html_()
+    coded = grade_choice(Quiz("99.r", "What?", ("`a + b` adds", "It copies `b`"), 0, "Why."), "b")
+    assert "predicted “It copies <code>b</code>”" in coded._repr_html_() and "`" not in coded._repr_html_()
 
 
 def test_quiz_text_has_options_and_fallback():

@@ -26,8 +26,8 @@ RUNS = {
     "to cpu": ("t = torch.ones(2, device=device).to('cpu'); (type(t).__name__, str(t.device))", "('Tensor', 'cpu')"),
     "cpu()": ("str(torch.ones(2, device=device).cpu().device)", "cpu"),
     "boolean mask": ("g = torch.arange(5., device=device); g[g > 2].tolist()", "[3.0, 4.0]"),
-    "mask with a cpu mask": ("g = torch.arange(4., device=device); g[torch.tensor([True, False, True, False])].tolist()",
-                             "[0.0, 2.0]"),
+    "mask with a cpu mask": ("g = torch.arange(4., device=device); "
+                             "g[torch.tensor([True, False, True, False])].tolist()", "[0.0, 2.0]"),
     "cpu index": ("g = torch.arange(4., device=device); g[torch.tensor([0, 3])].tolist()", "[0.0, 3.0]"),
     "0-dim cpu in a binary op": ("(torch.ones(2, device=device) * torch.tensor(3.)).tolist()", "[3.0, 3.0]"),
     "0-dim cpu in place": ("g = torch.ones(2, device=device); g += torch.tensor(1.); g.mul_(torch.tensor(.5)); "
@@ -73,6 +73,8 @@ RUNS = {
     "autocast": ("layer = nn.Linear(2, 2).to(device)\nwith torch.autocast(device_type=device.type, "
                  "dtype=torch.float16):\n    out = layer(torch.ones(1, 2, device=device))\n"
                  "(out.dtype, layer.weight.dtype)", "(torch.float16, torch.float32)"),
+    "device map: a view shares its tensor's block": ("x = torch.randn(4, 3, device=device); v = x[1:]; "
+                                                     "'x, v' in str(cu.show_devices(x, v))", "True"),
     "distributions": ("str(torch.distributions.Normal(torch.zeros(2, device=device), "
                       "torch.ones(2, device=device)).sample().device)", "simgpu:0"),
 }
@@ -127,7 +129,7 @@ import ast
 for name, code in cases.items():
     tree = ast.parse(code)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    scope = {"torch": torch, "nn": nn, "F": F, "copy": copy, "io": io, "device": device}
+    scope = {"torch": torch, "nn": nn, "F": F, "copy": copy, "io": io, "device": device, "cu": cu}
     try:
         exec(compile(tree, "<cell>", "exec"), scope)
         value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), scope) if last else None

@@ -69,10 +69,10 @@ def test_check_button_rereads_the_learners_definition(with_widgets, progress_fil
     with_widgets["nbytes"] = nbytes
     shown = widgets.exercise("01.nbytes")
     status = children(shown.widget)[0]
-    assert "not attempted" in status.value
+    assert "not attempted" in status.value and "Checked when this cell ran" in status.value
     with_widgets["nbytes"] = lambda t: t.numel() * t.element_size()   # the learner fixes the cell
     find(shown.widget, ipywidgets.Button, "Check").click()
-    assert "passed" in status.value
+    assert "passed" in status.value and "Checked with the Check button once" in status.value   # the first press
     entry = store.load(progress_file)["exercises"]["01.nbytes"]
     assert entry["passed"] and entry["attempts"] == 1
 

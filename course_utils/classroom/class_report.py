@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 from .. import misconceptions
 from ..exercises import registry
 from ..files import atomic_open, same_file
-from . import layouts
+from . import gradebook, layouts
 from .grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
@@ -37,7 +37,7 @@ NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING})
 FOLLOW_UP = {misconceptions.TAMPERING: "tampering", misconceptions.OUT_OF_TIME: "time limit",
              misconceptions.TIMEOUT: "time limit", misconceptions.CALL_STACK: "read the checker's stack",
              misconceptions.REFERENCE: "used the reference solution"}
-FORMATS = ("html", "csv", "json")
+FORMATS = ("html", "csv", "json", "gradebook")
 
 
 class ReportError(Exception):
@@ -190,8 +190,8 @@ class LessonStats:
 @dataclass
 class FollowUp:
     student: str
-    lesson: str
-    reasons: list[str]
+    lesson: str            # the lessons with a reason, "03, 05"
+    reasons: list[str]     # each "lesson 03: time limit"
 
 
 @dataclass
@@ -296,16 +296,22 @@ def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[Misconception
 
 
 def _follow_up(best: dict[tuple[str, str], Row], names: dict[str, str]) -> list[FollowUp]:
-    by: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    """Each student to follow up, once, with every reason, each named with its lesson."""
+    by: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for (student, ex_id), row in best.items():
-        by[student, _lesson_of(ex_id)].append(row)
+        by[student][_lesson_of(ex_id)].append(row)
     out = []
-    for (student, lesson), rows in sorted(by.items()):
-        reasons = sorted({FOLLOW_UP[r.code] for r in rows if r.code in FOLLOW_UP})
-        if sum(r.max_points for r in rows) and not sum(r.points for r in rows):
-            reasons.insert(0, "no points in the whole lesson")
+    for student in sorted(by):
+        lessons, reasons = [], []
+        for lesson, rows in sorted(by[student].items()):
+            why = sorted({FOLLOW_UP[r.code] for r in rows if r.code in FOLLOW_UP})
+            if sum(r.max_points for r in rows) and not sum(r.points for r in rows):
+                why.insert(0, "no points in the whole lesson")
+            if why:
+                lessons.append(lesson)
+                reasons += [f"lesson {lesson}: {w}" for w in why]
         if reasons:
-            out.append(FollowUp(names[student], lesson, reasons))
+            out.append(FollowUp(names[student], ", ".join(lessons), reasons))
     return out
 
 
@@ -509,11 +515,12 @@ def _exercise_section(report: ClassReport) -> str:
 def _follow_up_section(report: ClassReport) -> str:
     if not report.follow_up:
         return "<h2>To follow up</h2><p>Nobody scored zero on a whole lesson or hit tampering or a time limit.</p>"
-    rows = "".join(f"<tr><th scope='row'>{_e(f.student)}</th><td>Lesson {_e(f.lesson)}</td>"
+    rows = "".join(f"<tr><th scope='row'>{_e(f.student)}</th><td>{_e(f.lesson)}</td>"
                    f"<td>{_e('; '.join(f.reasons))}</td></tr>" for f in report.follow_up)
     return ("<h2>To follow up</h2><p class='muted'>To offer help, not to blame: a zero is often a file handed in "
-            "unsaved, a time limit a loop that never ends.</p><table><caption>Students and lessons to follow up"
-            "</caption><thead><tr><th scope='col'>Student</th><th scope='col'>Lesson</th><th scope='col'>Why</th>"
+            "unsaved, a time limit a loop that never ends. Each student once, with every reason.</p><table><caption>"
+            "Students to follow up</caption><thead><tr><th scope='col'>Student</th><th scope='col'>Lessons</th>"
+            "<th scope='col'>Why</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>")
 
 
@@ -527,14 +534,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="file to write (a folder for --format csv); default: report.html, report.json or "
                              "report-csv/")
     parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="html (default, or as --out's suffix says), json, or csv (a folder of tables)")
+                        help="html (default, or as --out's suffix says), json, csv (a folder of tables), or "
+                             "gradebook (one row per student, a column per lesson, as Canvas imports it)")
     parser.add_argument("--anonymous", action="store_true", help="show students as Student 1, 2... in the report")
 
 
 def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
     """Run ``report``; exit status 0, or 2 with a message for bad input."""
     fmt = args.format or ("json" if (args.out or "").endswith(".json") else "html")
-    out = args.out or {"html": "report.html", "json": "report.json", "csv": "report-csv"}[fmt]
+    out = args.out or {"html": "report.html", "json": "report.json", "csv": "report-csv",
+                       "gradebook": "gradebook.csv"}[fmt]
     try:
         targets = [os.path.join(out, f"{name}.csv") for name in TABLES] if fmt == "csv" else [out]
         for target in targets:   # never write over an input (a table of --format csv included)
@@ -548,7 +557,10 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
         rows = read_rows(args.grades)
         if not rows:
             raise ReportError("no graded exercises in the input")
-        written = write(summarize(rows, args.anonymous), out, fmt)
+        if fmt == "gradebook":   # names are the point of a gradebook: --anonymous does not apply
+            written = gradebook.write(rows, out)
+        else:
+            written = write(summarize(rows, args.anonymous), out, fmt)
     except ReportError as e:
         print(f"report: {e}", file=stderr)
         return 2

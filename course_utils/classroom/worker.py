@@ -214,8 +214,9 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     """
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error["kind"] in FATAL_CELL_ERRORS:
+        timed_out = cell_error["kind"] == CellError.TIMEOUT
         return {"status": FAILED, "feedback": cell_error["message"],
-                "code": misconceptions.TIMEOUT if cell_error["kind"] == CellError.TIMEOUT else misconceptions.CELL_ERROR}
+                "code": misconceptions.TIMEOUT if timed_out else misconceptions.CELL_ERROR}
     answer = namespace.get(ex.name, _MISSING)
     if answer is _MISSING:
         prefix = cell_error["message"] + " " if cell_error else "Your answer cell does not define "

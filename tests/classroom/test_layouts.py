@@ -92,3 +92,50 @@ def test_a_misconception_is_a_share_of_those_who_handed_in_its_lesson(klass):
     html = class_report.render_html(report)
     specific = next(m for m in lesson03 if not m.generic)
     assert f"<b>{specific.students}</b> of the 2 students who handed in lesson 03" in html
+
+
+def test_the_gradebook_has_one_row_per_student_and_a_column_per_lesson(klass, tmp_path):
+    from course_utils.classroom import class_report, gradebook
+    from course_utils.classroom.reports import write_csv
+
+    grades = _moved(klass, layouts.CANVAS)
+    csv_path = tmp_path / "grades.csv"
+    with open(csv_path, "w", encoding="utf-8", newline="") as f:
+        write_csv(grades, f)
+    rows = class_report.read_rows([str(csv_path)])
+    table = gradebook.table(rows)
+    header, possible, *students = table
+    lessons = sorted({g.rows[0].exercise[:2] for g in klass.grades})
+    assert header == [*gradebook.LEADING, *(gradebook.column(lesson) for lesson in lessons), "Total"]
+    assert len(students) == klass.students and len({s[1] for s in students}) == klass.students   # Canvas ids
+    first = students[0]
+    expected = {lesson: sum(r.points for g in klass.grades if g.submission.startswith("s0001/")
+                            and g.rows[0].exercise[:2] == lesson for r in g.rows) for lesson in lessons}
+    assert first[0] == "s0001" and first[1] == "1001"
+    assert first[len(gradebook.LEADING):-1] == [str(expected[lesson]) for lesson in lessons]
+    assert possible[-1] == str(sum(int(p) for p in possible[len(gradebook.LEADING):-1]))
+    out = tmp_path / "gradebook.csv"
+    assert class_report.run(class_report_args(str(csv_path), "--format", "gradebook", "--out", str(out))) == 0
+    assert out.read_text(encoding="utf-8").splitlines()[0].startswith("Student,ID,SIS User ID,SIS Login ID,Section,")
+
+
+def class_report_args(*argv: str):
+    import argparse
+
+    from course_utils.classroom import class_report
+    parser = argparse.ArgumentParser()
+    class_report.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_a_student_is_followed_up_once_with_every_reason_a_time_limit_included():
+    from course_utils import misconceptions
+    from course_utils.classroom import class_report
+    from course_utils.classroom.grader import Row
+    rows = [Row("alice/01_tensors.ipynb", "01.nbytes", 0, 1, False, "stopped", misconceptions.TIMEOUT),
+            Row("alice/01_tensors.ipynb", "01.blank_like", 1, 1, True, "ok", ""),
+            Row("alice/03_to_device.ipynb", "03.to_device", 0, 1, False, "no", misconceptions.WRONG_VALUE),
+            Row("bob/01_tensors.ipynb", "01.nbytes", 1, 1, True, "ok", "")]
+    follow = class_report.summarize(rows).follow_up
+    assert [(f.student, f.lesson, f.reasons) for f in follow] == [
+        ("alice", "01, 03", ["lesson 01: time limit", "lesson 03: no points in the whole lesson"])]
