@@ -476,7 +476,8 @@ _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys.settrace
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: Functions that read the stack for their caller: their caller is the one reading it.
 _STACK_READERS = {"inspect": None, "traceback": frozenset({"walk_stack", "extract_stack", "format_stack",
-                                                           "print_stack"})}
+                                                           "print_stack"}),
+                  "logging": frozenset({"currentframe", "<lambda>"})}   # logging.currentframe (a lambda in 3.11)
 
 
 def _audit(event: str, args: tuple) -> None:
@@ -680,7 +681,8 @@ class ReferenceGuard:
         try:
             frame = sys._getframe(2)  # 0: here, 1: the audit hook, 2: the code that took a frame
             while frame is not None and self._reads_stack(frame):
-                what = f"{dict.get(frame.f_globals, '__name__')}.{frame.f_code.co_name}"
+                module = dict.get(frame.f_globals, "__name__")
+                what = f"{module}.{'currentframe' if module == 'logging' else frame.f_code.co_name}"
                 frame = frame.f_back
             if frame is not None and self._whose(frame) == "learner":
                 self.frames_read.setdefault(self.stage, what)

@@ -441,6 +441,7 @@ READS_FRAMES = {
                + WALK_TO_WANT,
     "traceback": ("def nbytes(t):\n    try:\n        raise ValueError\n    except ValueError as e:\n"
                   "        frame = getattr(e.__traceback__, 'tb_' + 'frame')\n" + WALK_TO_WANT),
+    "logging": "def nbytes(t):\n    frame = getattr(__import__('logg' + 'ing'), 'current' + 'frame')()\n" + WALK_TO_WANT,
 }
 COPIES_BY_COMPILE = {
     "function": "import types\n"

@@ -143,7 +143,7 @@ def test_a_class_that_builds_the_reference_earns_nothing(graded):
 
 
 @pytest.mark.parametrize("how, used", [("sys", "sys._getframe"), ("inspect", "inspect.stack"),
-                                       ("traceback", "tb_frame")])
+                                       ("traceback", "tb_frame"), ("logging", "logging.currentframe")])
 def test_taking_a_frame_by_a_computed_name_earns_nothing(graded, how, used):
     submission = f"frames_{how}.ipynb"
     assert graded.rows.points(submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
