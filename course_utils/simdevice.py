@@ -139,7 +139,11 @@ class SimTensor(torch.Tensor):
     # What Python asks of a tensor and a wrapper subclass answers badly on its own.
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         text = torch._tensor_str._str(self, tensor_contents=tensor_contents)
-        return text.replace(type(self).__name__ + "(", "tensor(", 1)
+        parameter = isinstance(self, torch.nn.Parameter)   # a parameter moved here by Module.to keeps being one
+        if parameter:
+            text = text.removeprefix("Parameter(").removesuffix(")")
+        text = text.replace(type(self).__name__ + "(", "tensor(", 1)
+        return "Parameter containing:\n" + text if parameter else text
 
     def __format__(self, spec: str) -> str:
         return self.item().__format__(spec) if self.dim() == 0 else object.__format__(self, spec)

@@ -21,6 +21,9 @@ pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {tor
 #: Cells that run on a GPU: name -> (code, the value its last line must give, as text).
 RUNS = {
     "print": ("g = torch.arange(3.).to(device); repr(g)", "tensor([0., 1., 2.], device='simgpu:0')"),
+    "print a parameter": ("repr(nn.Linear(2, 1).to(device).bias).startswith('Parameter containing:\\ntensor([') "
+                          "and repr(nn.Linear(2, 1).to(device).bias).endswith(\"device='simgpu:0', requires_grad=True)\")",
+                          "True"),
     "item": ("torch.tensor([1.5, 2.5], device=device).sum().item()", "4.0"),
     "tolist": ("torch.ones(2, 2, device=device).tolist()", "[[1.0, 1.0], [1.0, 1.0]]"),
     "to cpu": ("t = torch.ones(2, device=device).to('cpu'); (type(t).__name__, str(t.device))", "('Tensor', 'cpu')"),
