@@ -4,6 +4,7 @@ Plain Python first, widgets on top::
 
     import course_utils as cu
     device = cu.setup("01")             # runtime banner, returns the device to use
+    other = cu.second_device(device)    # the device to move tensors to: a GPU, the simulated one, or meta
     cu.check("01.nbytes", nbytes)       # -> Result (works in any Python, never raises for answers)
     cu.exercise("01.nbytes")            # the same in a notebook, with Check / Hint / Solution buttons
     cu.quiz("01.default_device")        # predict, commit, then see the explanation
@@ -29,12 +30,12 @@ from .learner import answer, hint, solution
 from .mismatch import explain_devices
 from .store import summary as progress
 from .results import Result
-from .runtime import setup
+from .runtime import second_device, setup
 from .simdevice import is_simulated
 from .timing import time_it
 from .widgets import exercise, quiz
 
-__all__ = ["setup", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise", "exercise_ids",
+__all__ = ["setup", "second_device", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure"]
 __version__ = "0.1.0"

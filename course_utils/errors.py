@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import re
 import traceback
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
@@ -58,7 +59,7 @@ LESSONS: dict[str, tuple[str, str]] = {
     "mps-float64": ("04_cuda", "Going further (optional) › Apple's GPU (MPS) is not CUDA"),
     "lengths": (FIELD_GUIDE, "Going further (optional) › Sequence lengths stay on the CPU"),
     "no-cuda": ("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
-    "ordinal": ("04_cuda", "4. `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
+    "ordinal": ("04_cuda", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
     "map-location": ("06_mismatch_errors",
                      "Going further (optional) › Loading a GPU checkpoint on a machine without one"),
     "weights-only": ("06_mismatch_errors",
@@ -217,10 +218,28 @@ def _tailor_devices(r: Reading) -> Reading:
     else:
         arg = "input" if g.get("what") else arg
         ordered = not arg and "found at least two devices" in " ".join(r.line.split())   # not which is odd
-        said, fix = _devices_detail(arg, r.op, a, b, r.fix, ordered)
+        said, fix = _devices_detail(arg, r.op, a, b, _fix_in_sight(r), ordered)
         if ordered:
             a, b = b, a   # keep the message's order
-    return replace(r, arg=arg, a=a, b=b, fix=fix, cause=f"{said} {_RULE}" if said else r.cause)
+    rule = _RULE.split(", so ")[0] + "." if _no_model_in_sight(r) else _RULE
+    return replace(r, arg=arg, a=a, b=b, fix=fix, cause=f"{said} {rule}" if said else r.cause)
+
+
+_MODULE_FRAME = re.compile(r"torch[/\\]nn[/\\]modules[/\\]")
+
+
+def _no_model_in_sight(r: Reading) -> bool:
+    """Whether a traceback came with the message and no layer is in it (``a + b`` in a cell): no model to move."""
+    return 'File "' in r.text and not _MODULE_FRAME.search(r.text)
+
+
+def _fix_in_sight(r: Reading) -> str:
+    """The family's fix, or the fix for plain tensors when no model is in sight."""
+    if not _no_model_in_sight(r):
+        return r.fix
+    return ("Put the tensors of the failing line on one device: move the one that is elsewhere with "
+            "`t = t.to(device)` (`Tensor.to` returns a new tensor: keep the result), or create it there with "
+            "`device=`. To see which is where, print each one's `.device`.")
 
 
 def _tailor_data_parallel(r: Reading) -> Reading:
@@ -953,9 +972,21 @@ class Explanation:
             return (f"<div class='course-error-help' style='color:var(--jp-ui-font-color2, #555)'>"
                     f"{html.escape(self.text())}</div>")
         rows = [("You got", f"<code>{html.escape(self.message)}</code>"), ("Cause", code_html(self.cause)),
-                ("Fix", code_html(self.fix)), ("Learn more", code_html(self.lesson))]
+                ("Fix", code_html(self.fix)), ("Learn more", lesson_link(self.lesson))]
         body = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows)
         return card(f"<b>{code_html(self.heading)}</b>{body}", "#1c7ed6", "course-error-help")
+
+
+def lesson_link(lesson: str) -> str:
+    """``"06_mismatch_errors, section 1. Meet the error"`` as a link to that heading of the lesson notebook (beside the
+    lessons, where a lesson's explanation appears; JupyterLab and Notebook 7 name a heading's anchor by its text
+    with ``-`` for spaces). Anything else is shown as text."""
+    m = re.fullmatch(r"(\d\d_\w+)(?:, section | \(appendix\): )(.+)", lesson)
+    if not m:
+        return code_html(lesson)
+    heading = m.group(2).split(" › ")[-1].replace("`", "")
+    href = f"{m.group(1)}.ipynb#{urllib.parse.quote(heading.replace(' ', '-'), safe='.:()-_')}"
+    return f"<a href='{html.escape(href, quote=True)}'>{code_html(lesson)}</a>"
 
 
 # --- reading what was pasted -----------------------------------------------------------------------
@@ -1152,8 +1183,8 @@ def _devices_detail(arg: str, op: str, a: str, b: str, fix: str, ordered: bool) 
     ``a`` is the device of the tensor the message singles out (``arg``), ``b`` the device of the others;
     either may be ``""`` when the message does not name it.
     """
-    where = f" in `{op}`" if op else ""
     base = _op_base(op)
+    where = f" in `{base}`" if base else ""   # the operation, not its kernel's name (wrapper_CUDA_addmm)
     B = b or "a GPU"
     role = _role(arg, op)
     if ordered:

@@ -132,7 +132,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     """
     ex = get_exercise(exercise_id)
     printed = io.StringIO()
-    status, feedback, code = FAILED, "", ""
+    status, feedback, code, earned = FAILED, "", "", 0
     seconds = TIME_LIMIT if timeout is None else timeout
     try:
         with standin.paused(), time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
@@ -147,7 +147,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
             f"Not attempted yet: `{ex.name}` still raises NotImplementedError. "
             f"Replace `raise NotImplementedError` with your code, run that cell, then check again.")
     except Wrong as e:
-        feedback, code = str(e), e.code
+        feedback, code, earned = str(e), e.code, e.earned
     except Crashed as e:
         feedback, code = _crash_feedback(e), _crash_code(e)
     except TimeLimit:
@@ -159,7 +159,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
         code, feedback = misconceptions.ODD_ANSWER, (
             f"Checking stopped with {type(e).__name__}: {safe_repr(str(e), 200)}. "
             f"Make sure `{ex.name}` is the {ex.kind} the exercise asks for.")
-    points = ex.points if status == PASSED else 0
+    points = ex.points if status == PASSED else part_marks(earned, ex.points)
     return Result(ex.id, ex.title, status, points, ex.points, feedback,
                   printed=shorten(printed.getvalue().strip(), 300), code=code)
 
@@ -167,6 +167,14 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
 _MODE_LEFT = ("Your code left a torch function mode or dispatch mode active while it was checked (one it entered "
               "and never left), which would see, and could change, every comparison the check makes. Leave "
               "every mode you enter: use a `with` block.")
+
+
+def part_marks(earned: Any, points: int) -> int:
+    """Points for an answer that did not pass: what its check said it ``earned``, as a whole number from 0 to one
+    below ``points`` (only a pass earns them all; anything that is not a plain number earns 0)."""
+    if type(earned) is not int:
+        return 0
+    return max(0, min(earned, points - 1))
 
 
 def hints(exercise_id: str) -> tuple[str, ...]:

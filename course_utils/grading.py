@@ -29,11 +29,13 @@ from .text import shorten
 
 class Wrong(Exception):
     """The answer ran but gave a wrong result: ``message`` is the feedback, ``code`` the mistake it names (a code
-    from :mod:`course_utils.misconceptions`, defined beside the check that raises it)."""
+    from :mod:`course_utils.misconceptions`, defined beside the check that raises it), ``earned`` the points the
+    answer still earns (part marks, for an exercise of independent parts such as the capstone's bugs)."""
 
-    def __init__(self, message: str, code: str):
+    def __init__(self, message: str, code: str, earned: int = 0):
         super().__init__(message)
         self.code = code
+        self.earned = earned
 
 
 class NotAttempted(Exception):

@@ -96,6 +96,14 @@ def uses_stand_in(device: torch.device) -> bool:
     return torch.device(device).type == "cpu"
 
 
+def second_device(device: torch.device | str) -> torch.device:
+    """The device a lesson moves tensors to, to show a move or a mix with the CPU: ``device`` itself (a GPU, or the
+    simulated GPU that :func:`setup` hands out without one), or ``meta`` where the lesson's device is the CPU
+    (PyTorch before 2.10, or ``COURSE_DEVICE=cpu``): the stand-in then makes it refuse CPU tensors as a GPU does."""
+    device = torch.device(device)
+    return torch.device("meta") if uses_stand_in(device) else device
+
+
 def setup(lesson: str | None = None) -> torch.device:
     """Print the runtime banner and return the device the lesson should use.
 

@@ -142,7 +142,10 @@ class SimTensor(torch.Tensor):
         parameter = isinstance(self, torch.nn.Parameter)   # a parameter moved here by Module.to keeps being one
         if parameter:
             text = text.removeprefix("Parameter(").removesuffix(")")
-        text = text.replace(type(self).__name__ + "(", "tensor(", 1)
+        name = text.split("(", 1)[0]          # PyTorch indents the rows under "<name>(": under "tensor(" here
+        first, *rows = text.replace(name + "(", "tensor(", 1).split("\n")
+        cut = len(name) - len("tensor")
+        text = "\n".join([first, *(row[cut:] if row[:cut].isspace() else row for row in rows)])
         return "Parameter containing:\n" + text if parameter else text
 
     def __format__(self, spec: str) -> str:

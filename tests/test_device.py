@@ -210,3 +210,23 @@ def test_setup_switches_it_on_when_the_course_device_is_the_cpu_beside_an_accele
     assert runtime.setup("06") == torch.device("cpu") and standin.is_enabled()
     out = capsys.readouterr().out
     assert "chose the CPU" in out and runtime.STAND_IN_LINE in out
+
+
+@pytest.mark.parametrize("device, expected", [("cuda:0", "cuda:0"), ("mps", "mps"), (torch.device("cuda", 1), "cuda:1"),
+                                              ("simgpu:0", "simgpu:0"), ("cpu", "meta"), (torch.device("cpu"), "meta")])
+def test_the_second_device_is_the_lessons_device_or_meta_in_place_of_the_cpu(device, expected):
+    """What a lesson moves tensors to: the GPU (or the simulated GPU) it was given; where it runs on the CPU (PyTorch
+    before 2.10, COURSE_DEVICE=cpu), meta, which the setup cell's stand-in makes refuse CPU tensors as a GPU does."""
+    if str(device).startswith("simgpu") and not _simgpu_registered():
+        pytest.skip("the simulated GPU is not registered in this process")
+    got = runtime.second_device(device)
+    assert isinstance(got, torch.device) and str(got) == expected
+    assert runtime.uses_stand_in(device) == (expected == "meta")
+
+
+def _simgpu_registered() -> bool:
+    try:
+        torch.device("simgpu:0")
+        return True
+    except RuntimeError:
+        return False

@@ -194,7 +194,8 @@ def test_an_executed_notebook_keeps_its_maps_in_the_static_view(tmp_path):
     assert maps, "lesson 01 shows a device map"
     page, _ = HTMLExporter().from_notebook_node(nb)
     assert page.count("course-device-map") >= 1 and "<svg" in page
-    assert 'data-device="meta"' in page and 'data-name="m"' in page and "2×3" in page
+    assert 'data-name="g"' in page and "2×3" in page
+    assert set(re.findall(r'data-device="([^"]+)"', page)) - {"cpu"}     # a lane for the GPU beside the CPU's
 
 
 class _Scaled(nn.Module):

@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 import course_utils as cu
-from course_utils import errors
+from course_utils import errors, standin
 from course_utils.__main__ import main
 from course_utils.errors import FAMILIES, LESSONS, Explanation, explain_error, family
 from course_utils.mismatch import save_as_gpu_checkpoint
-from nbtools import NOTEBOOK_DIR, ROOT
+from nbtools import NOTEBOOK_DIR, ROOT, load
 
 #: Families whose message has had a single wording in every PyTorch checked (they are still tested as a
 #: bare message, a traceback, and with other numbers).
@@ -77,7 +77,7 @@ def test_per_argument_wording_names_argument_op_devices_and_direction():
     e = explain_error("RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, "
                       "different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)")
     assert (e.argument, e.op, e.devices) == ("mat1", "wrapper_CUDA_addmm", ("cpu", "cuda:0"))
-    assert e.cause.startswith("Your input (`mat1`) is on cpu, the model's tensors in `wrapper_CUDA_addmm` on cuda:0.")
+    assert e.cause.startswith("Your input (`mat1`) is on cpu, the model's tensors in `addmm` on cuda:0.")
     assert 'x = x.to("cuda:0")' in e.fix and "model.to" not in e.fix
 
 
@@ -590,3 +590,54 @@ def test_a_new_family_is_one_entry_its_tailor_fits_the_text_to_the_message(monke
     assert e.key == "demo" and e.cause == "weight is on cpu. It is stuck." and e.fix == "Unstick it."
     assert e.devices == ("cpu",) and "demo" not in LESSONS
 
+
+
+def _raised_with_stand_in(action) -> RuntimeError:
+    """What ``action`` raises with the stand-in GPU on (meta plays cuda:0), its traceback kept."""
+    standin.enable()
+    try:
+        action()
+    except RuntimeError as error:
+        return error
+    finally:
+        standin.disable()
+    raise AssertionError("no error")
+
+
+def test_a_mix_of_plain_tensors_is_not_told_to_move_a_model():
+    """Under ``a + b`` in a cell (a traceback with no layer in it) the fix speaks of tensors; pasted alone, the
+    message may come from anywhere, so the fix names a model and its inputs."""
+    a, b = torch.ones(3, device="meta"), torch.ones(3)
+    error = _raised_with_stand_in(lambda: a + b)
+    e = explain_error(error)
+    assert "model" not in e.fix and "model" not in e.cause and "`t = t.to(device)`" in e.fix
+    pasted = explain_error(str(error))
+    assert "model.to(device)" in pasted.fix
+
+
+def test_a_mix_inside_a_layer_keeps_the_model_in_the_fix():
+    layer, x = nn.Linear(3, 2).to("meta"), torch.ones(1, 3)
+    e = explain_error(_raised_with_stand_in(lambda: layer(x)))
+    assert "`mat1` of" not in e.cause and "`addmm`" in e.cause and "wrapper_" not in e.cause
+    assert "x = x.to(" in e.fix
+
+
+def _anchors(path) -> set[str]:
+    """The anchors JupyterLab and Notebook 7 give a notebook's headings: the text, ``-`` for spaces."""
+    found = set()
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("#"):
+                    found.add(line.lstrip("#").strip().replace("`", "").replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("key", sorted(errors.LESSONS))
+def test_learn_more_links_to_a_heading_of_its_lesson(key):
+    """The explanation's "Learn more" is a link to the heading that teaches the error, beside the lessons."""
+    import urllib.parse
+    html_text = errors.lesson_link(family(key).lesson)
+    m = re.search(r"href='(\d\d_\w+)\.ipynb#([^']+)'", html_text)
+    assert m, html_text
+    assert urllib.parse.unquote(m.group(2)) in _anchors(NOTEBOOK_DIR / f"{m.group(1)}.ipynb"), html_text

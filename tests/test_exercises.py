@@ -300,3 +300,28 @@ def test_a_mode_left_by_learner_code_the_check_did_not_call_fails(monkeypatch):
     assert result.status == "failed" and "left a torch function mode or dispatch mode active" in result.feedback
     assert torch._C._len_torch_function_stack() == 0
     assert cu.check("99.demo", lambda: None).passed
+
+
+# --- part marks: an exercise of independent parts (the capstone's bugs) earns points for the parts that are right
+
+@pytest.mark.parametrize("earned, points", [(2, 2), (0, 0), (-3, 0), (5, 4), (9, 4), (2.5, 0), ("3", 0), (True, 0),
+                                            (None, 0)])
+def test_a_wrong_answer_earns_the_part_marks_its_check_gives_below_full(monkeypatch, earned, points):
+    def reference():
+        return 1
+
+    def grade(answer):
+        answer()
+        raise Wrong("two of five parts are right", "any.wrong-value", earned=earned)
+
+    monkeypatch.setitem(exercises._REGISTRY, "99.parts", exercises.Exercise(
+        "99.parts", "Parts", reference, grade, ("a hint",), points=5))
+    result = cu.check("99.parts", lambda: 2)
+    assert (result.status, result.points, result.max_points) == ("failed", points, 5)
+    assert result.feedback == "two of five parts are right"
+
+
+def test_every_exercise_is_worth_at_least_a_point_and_a_pass_earns_all():
+    for ex_id in exercise_ids():
+        ex = get_exercise(ex_id)
+        assert type(ex.points) is int and ex.points >= 1, ex_id

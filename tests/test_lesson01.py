@@ -102,27 +102,20 @@ def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer
     assert result.code == code, (result.code, result.feedback)
 
 
-def test_section_4_meta_alone_and_the_stand_in(monkeypatch):
-    """What section 4 says `meta` alone does with CPU tensors (PyTorch's quirk), and that the stand-in the setup
-    cell switches on raises what a GPU raises instead."""
+def test_going_further_meta_has_shapes_and_no_data():
+    """What *Going further* says of `meta`: a shape, a dtype and a device, no values and no memory; and that
+    section 4's core path names no `meta` (it uses the lesson's GPU)."""
     from nbtools import NOTEBOOK_DIR, load, source
-    x, w = torch.randn(4, 3), torch.randn(5, 3, device="meta")
-    mixes = [lambda: x @ w.T, lambda: x + w[:4], lambda: w.index_select(0, torch.tensor([0, 2]))]
-    assert mixes[0]().device.type == "cpu"                               # values nobody computed
-    with pytest.raises(RuntimeError, match="^Tensor on device meta is not on the expected device cpu!$"):
-        mixes[1]()
-    assert mixes[2]().device.type == "meta"
-    monkeypatch.setattr(standin, "_note_pending", False)
-    standin.enable()
-    try:
-        for mix in mixes:
-            with pytest.raises(RuntimeError, match="^Expected all tensors to be on the same device"):
-                mix()
-    finally:
-        standin.disable()
-    text = " ".join(" ".join(source(c).split()) for c in load(NOTEBOOK_DIR / "01_tensors.ipynb")["cells"])
-    assert "`Tensor on device meta is not on the expected device cpu!`" in text
-    assert "(`course_utils.standin`)" in text and "cu.standin.paused()" in text
+    plan = torch.zeros(50_000, 50_000, device="meta")
+    assert plan.nbytes == 10_000_000_000 and plan.untyped_storage().data_ptr() == 0
+    with pytest.raises(NotImplementedError, match="no data"):
+        plan.tolist()
+    cells = load(NOTEBOOK_DIR / "01_tensors.ipynb")["cells"]
+    further = next(i for i, c in enumerate(cells) if source(c).startswith("## Going further"))
+    text = " ".join(" ".join(source(c).split()) for c in cells[further:])
+    assert "### `meta`: shapes without data" in text and 'device="meta"' in text
+    core = "\n".join(source(c) for c in cells[:further])
+    assert "meta" not in core.lower() and "cu.second_device(device)" in core
 
 
 # --- the exercises ask for reasoning: nothing above them hands over the answer ----------------------

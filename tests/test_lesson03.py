@@ -424,6 +424,7 @@ def test_module_to_is_in_place_and_moves_buffers():
 
 
 def test_parameter_identity_survives_a_dtype_change_but_not_a_move_to_meta():
+    """The floor path (`other` is `meta`): why section 5's and Pitfalls' identity asserts are skipped there."""
     model = nn.Linear(4, 3)
     weight = model.weight
     model.to(torch.float64)

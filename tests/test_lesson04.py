@@ -293,7 +293,7 @@ def test_cpu_mask_meets_meta_scores(stand_in):
         mask_on_default_device(torch.zeros(3, 3, device="meta"))
     assert str(info.value) == "expected self and mask to be on the same device, but got mask on cpu and self on meta"
     text = " ".join(_markdown_after("mask_future_cpu(torch.zeros(3, 3, device=").split())
-    assert str(info.value).replace("meta", "cuda:0") in text and "the stand-in says `meta` for `cuda:0`" in text
+    assert str(info.value).replace("meta", "cuda:0") in text
 
 
 def test_a_cpu_generator_for_meta_runs_also_with_the_stand_in(stand_in):

@@ -413,14 +413,6 @@ def _notebook_text() -> str:
     return " ".join(" ".join(source(c).split()) for c in load(NOTEBOOK_DIR / "06_mismatch_errors.ipynb")["cells"])
 
 
-def test_meta_alone_says_what_section_1_quotes():
-    cpu, meta = torch.ones(3), torch.ones(3, device="meta")
-    assert _message(lambda: meta + cpu) == "Tensor on device cpu is not on the expected device meta!"
-    assert "`Tensor on device cpu is not on the expected device meta!`" in _notebook_text()
-    product = torch.randn(8, 3) @ torch.randn(2, 3, device="meta").T     # no bias: no error, a CPU tensor
-    assert product.device.type == "cpu"
-
-
 def test_the_stand_in_says_what_a_gpu_says_in_section_1(monkeypatch):
     """The lesson's deliberate errors on a CPU-only machine: CUDA's wordings with meta for cuda:0, the first one
     with the note that says where it comes from."""
@@ -481,6 +473,22 @@ def test_optimizer_state_stays_where_it_was_made():
     state = opt.state[tracked]
     assert {k: v.device.type for k, v in state.items()} == {"step": "cpu", "exp_avg": "cpu", "exp_avg_sq": "cpu"}
     assert tracked is not model.weight      # cpu -> meta cannot swap data in place: new Parameter objects
+
+
+def test_foreach_optimizers_refuse_state_on_another_device_in_the_words_section_6_quotes():
+    """Section 6: on a CUDA GPU, Adam's default multi-tensor (foreach) path groups each parameter with its state and
+    refuses a state on another device. The wording grew a clause after 2.7 (", and optimizer states that can be
+    bfloat16 ..."); the lesson quotes the part every version prints."""
+    from torch.utils._foreach_utils import _group_tensors_by_device_and_dtype
+    params, state = [torch.ones(2, device="meta")], [torch.ones(2)]   # a parameter elsewhere, its state on the CPU
+    message = _message(lambda: _group_tensors_by_device_and_dtype([state, params], False))
+    quoted = ("Tensors of the same index must be on the same device and the same dtype except `step` tensors "
+              "that can be CPU")
+    assert message.startswith(quoted)
+    assert quoted in _notebook_text()
+    from nbtools import NOTEBOOK_DIR, load, raises
+    cell = next(c for c in load(NOTEBOOK_DIR / "06_mismatch_errors.ipynb")["cells"] if c.get("id") == "abb9c2b3")
+    assert quoted.startswith(raises(cell)["message"][0])
 
 
 def test_optimizer_load_state_dict_casts_state_to_the_parameter_device():
@@ -720,9 +728,3 @@ def test_a_loop_that_rebinds_its_name_moves_nothing_and_a_new_list_does():
     batches = [b.to("meta") for b in batches]
     assert all(t.device.type == "meta" for t in batches)
 
-
-def test_meta_alone_expects_the_first_tensors_device():
-    """Section 1: in meta's own message, "expected" is the first operand's device, not the device to move to."""
-    cpu, meta = torch.ones(3), torch.ones(3, device="meta")
-    assert _message(lambda: cpu + meta) == "Tensor on device meta is not on the expected device cpu!"
-    assert "`Tensor on device meta is not on the expected device cpu!`" in _notebook_text()

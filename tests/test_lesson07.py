@@ -5,7 +5,10 @@ import ast
 import contextlib
 import functools
 import io
+import json
 import re
+import subprocess
+import sys
 import time
 import warnings
 
@@ -15,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import course_utils as cu
-from course_utils import transfer
+from course_utils import simdevice, transfer
 from course_utils.quizzes import get_quiz
 
 
@@ -438,7 +441,7 @@ def _holds_when(test, in_else):
 _NO_ACCELERATOR = re.compile(r"\w+\.type == '(cpu|meta)'|(\bacc|accelerator\(\)) is None")
 
 
-@pytest.mark.parametrize("name", ["03_to_device", "05_device_attribute", "07_transfer_cost"])
+@pytest.mark.parametrize("name", ["05_device_attribute", "07_transfer_cost"])
 def test_no_gpu_here_is_said_only_without_an_accelerator(name):
     from nbtools import NOTEBOOK_DIR, load, source
     cells = [source(c) for c in load(NOTEBOOK_DIR / f"{name}.ipynb")["cells"]
@@ -553,6 +556,10 @@ CAPSTONE = cu.check.__globals__["get_exercise"]("07.capstone").solution_source
 _ORDER_FIXED = '''        self.to(device)                                           # move the model first,
         optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
         optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)'''
+#: How the check names the optimizer bug: from `optimizer.step()` on the lesson's GPU (real or simulated), which it
+#: runs first; from the parameters the optimizer holds on `meta` where no GPU runs it.
+OPTIMIZER_SAYS = ("Bug: the optimizer's state" if cu.accelerator() is not None
+                  else "Bug: the optimizer was built before the move")
 #: One bug each, as the notebook's script plants it: (what the fixed line is, what the bug makes of it, the feedback,
 #: the misconception code).
 CAPSTONE_BUGS = {
@@ -568,7 +575,7 @@ CAPSTONE_BUGS = {
     "optimizer state loaded before the move": (
         _ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
         optimizer.load_state_dict(checkpoint["optimizer"])
-        self.to(device)''', "Bug: the optimizer was built before the move", "07.optimizer-before-move"),
+        self.to(device)''', OPTIMIZER_SAYS, "07.optimizer-before-move"),
     "loss weight on the CPU": ("torch.tensor([1.0, 2.0, 1.0], device=device)", "torch.tensor([1.0, 2.0, 1.0])",
                                "Bug: the loss weight", "07.loss-weight-on-cpu"),
     ".item() every step": ("total += loss.detach()", "total += loss.item()", "Bug: a value read every step",
@@ -624,26 +631,11 @@ def test_capstone_stub_is_not_attempted_and_its_first_bug_is_named_once_the_rais
 def test_capstone_stub_has_each_bug_the_checks_name():
     """Each bug of the notebook's script, fixed one at a time in the order the check names them, gives the next."""
     stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
-    fixes = [
-        ("            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)",
-         "            inputs, labels = inputs.to(device), labels.to(device)\n"
-         "            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)", "plain tensor attribute",
-         "06.plain-tensor-attribute"),
-        ("self.mean = torch.zeros(features)", 'self.register_buffer("mean", torch.zeros(features))',
-         "made in `forward`", "06.tensor-made-in-forward"),
-        ("torch.linspace(0.5, 1.0, x.shape[1])", "torch.linspace(0.5, 1.0, x.shape[1], device=x.device)",
-         "the loss weight", "07.loss-weight-on-cpu"),
-        ("torch.tensor([1.0, 2.0, 1.0])", "torch.tensor([1.0, 2.0, 1.0], device=device)",
-         "built before the move", "07.optimizer-before-move"),
-        ('''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
-        self.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        self.to(device)''', '''        self.load_state_dict(checkpoint["model"])
-        self.to(device)
-        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
-        optimizer.load_state_dict(checkpoint["optimizer"])''', "a value read every step", "07.value-read-every-step"),
-        ("total = 0.0", "total = torch.zeros((), device=device)", None, ""),
-    ]
+    says = [("plain tensor attribute", "06.plain-tensor-attribute"), ("made in `forward`", "06.tensor-made-in-forward"),
+            ("the loss weight", "07.loss-weight-on-cpu"), (OPTIMIZER_SAYS, "07.optimizer-before-move"),
+            ("a value read every step", "07.value-read-every-step")]
+    fixes = [(*fix, *said) for fix, said in zip(_STUB_FIXES, says, strict=True)]
+    fixes.append(("total = 0.0", "total = torch.zeros((), device=device)", None, ""))
     for old, new, next_says, code in fixes:
         assert old in stub, old
         stub = stub.replace(old, new)
@@ -653,6 +645,87 @@ def test_capstone_stub_has_each_bug_the_checks_name():
             passes("07.capstone", _define(stub))
         else:
             fails_saying("07.capstone", _define(stub), next_says, code)
+
+
+def test_capstone_optimizer_built_before_the_move_is_named_even_when_its_state_loads_after():
+    """On a GPU the parameters survive `Module.to`, so this order trains; the check still asks for the documented
+    order (move, build, load), from the parameters the optimizer holds on `meta`."""
+    built_first = capstone((_ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        self.to(device)
+        optimizer.load_state_dict(checkpoint["optimizer"])'''))
+    fails_saying("07.capstone", built_first, "Bug: the optimizer was built before the move", "07.optimizer-before-move")
+
+
+_STUB_FIXES = [  # the notebook script's bugs in the order a GPU meets them, each with its fix
+    ("            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)",
+     "            inputs, labels = inputs.to(device), labels.to(device)\n"
+     "            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)"),
+    ("self.mean = torch.zeros(features)", 'self.register_buffer("mean", torch.zeros(features))'),
+    ("torch.linspace(0.5, 1.0, x.shape[1])", "torch.linspace(0.5, 1.0, x.shape[1], device=x.device)"),
+    ("torch.tensor([1.0, 2.0, 1.0])", "torch.tensor([1.0, 2.0, 1.0], device=device)"),
+    ('''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        self.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        self.to(device)''', '''        self.load_state_dict(checkpoint["model"])
+        self.to(device)
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        optimizer.load_state_dict(checkpoint["optimizer"])'''),
+]
+#: Runs the notebook's script on the simulated GPU as its note says, and checks it, after each fix in turn.
+_ON_THE_SIMULATED_GPU = r"""
+import json, sys, traceback
+import torch, torch.nn.functional as F
+from torch import nn
+import course_utils as cu
+from course_utils import transfer
+device = cu.setup()
+stub, fixes = json.load(sys.stdin)
+runs, checks = [], []
+for fix in fixes + [None]:
+    namespace = {"torch": torch, "nn": nn, "F": F}
+    exec(stub, namespace)
+    Classifier = namespace["Classifier"]
+    batches = [(torch.randn(6, 5, 8), torch.randint(0, 3, (6,))) for _ in range(4)]
+    start = Classifier()
+    adam = torch.optim.Adam(start.parameters(), lr=0.01)
+    F.cross_entropy(start(batches[0][0]), batches[0][1]).backward()
+    adam.step()
+    checkpoint = {"model": start.state_dict(), "optimizer": adam.state_dict()}
+    try:
+        with transfer.count_copies(device) as seen:
+            Classifier().fit(batches, device, checkpoint)
+        runs.append(["reads", len(seen.ran_on(device.type, {"_local_scalar_dense"}))])
+    except RuntimeError as e:
+        frames = traceback.extract_tb(e.__traceback__)
+        runs.append([str(e).splitlines()[0], any("/torch/optim/" in f.filename.replace(chr(92), "/") for f in frames)])
+    result = cu.check("07.capstone", Classifier)
+    checks.append([result.code, result.feedback])
+    if fix:
+        stub = stub.replace(*fix)
+print(json.dumps([str(device), runs, checks]))
+"""
+
+
+@pytest.mark.skipif(not simdevice.available(), reason="the simulated GPU needs PyTorch 2.10+")
+def test_capstone_script_shows_each_bug_on_the_simulated_gpu_and_the_check_names_them_there():
+    """Run as the notebook's note says, on the simulated GPU the script raises the GPU's error at each of its five
+    loud bugs in turn (the optimizer's at `optimizer.step()`, in torch.optim), and the sixth reads a value back
+    every step; the check names the same bugs, with the same codes, on `simgpu:0`."""
+    stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    done = subprocess.run([sys.executable, "-c", _ON_THE_SIMULATED_GPU], input=json.dumps([stub, _STUB_FIXES]),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    device, runs, checks = json.loads(done.stdout.splitlines()[-1])
+    assert device == "simgpu:0"
+    for message, in_optimizer in runs[:4]:
+        assert message.startswith("Expected all tensors to be on the same device") and not in_optimizer, runs
+    assert runs[4][0].startswith("Expected all tensors to be on the same device") and runs[4][1], runs
+    assert runs[5] == ["reads", 4], runs
+    assert [code for code, _ in checks] == ["07.batch-not-moved", "06.plain-tensor-attribute",
+                                            "06.tensor-made-in-forward", "07.loss-weight-on-cpu",
+                                            "07.optimizer-before-move", "07.value-read-every-step"], checks
+    assert all("simgpu:0" in feedback and "meta" not in feedback for _, feedback in checks), checks
+    assert "Bug: the optimizer's state" in checks[4][1], checks[4][1]
 
 
 @pytest.mark.parametrize("edits", [

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {tor
 #: Cells that run on a GPU: name -> (code, the value its last line must give, as text).
 RUNS = {
     "print": ("g = torch.arange(3.).to(device); repr(g)", "tensor([0., 1., 2.], device='simgpu:0')"),
+    "print rows aligned as on a GPU": ("repr(torch.zeros(2, 2, 2).to(device)) == repr(torch.zeros(2, 2, 2))[:-1] + "
+                                       "\", device='simgpu:0')\"", "True"),
     "print a parameter": ("repr(nn.Linear(2, 1).to(device).bias).startswith('Parameter containing:\\ntensor([') "
                           "and repr(nn.Linear(2, 1).to(device).bias).endswith(\"device='simgpu:0', requires_grad=True)\")",
                           "True"),

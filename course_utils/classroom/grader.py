@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
 from .. import misconceptions
-from ..exercises import get_exercise
+from ..exercises import get_exercise, part_marks
 from ..results import FAILED, PASSED
 from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
 from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
@@ -83,11 +83,13 @@ class SubmissionGrade:
 
 
 class Decision(NamedTuple):
-    """How one exercise of a submission was decided: ``status``, ``feedback`` and the misconception ``code``."""
+    """How one exercise of a submission was decided: ``status``, ``feedback``, the misconception ``code`` and the
+    ``points`` its check gave an answer that did not pass (part marks)."""
 
     status: str
     feedback: str
     code: str
+    points: int = 0
 
 
 def _failed(feedback: str, code: str) -> Decision:
@@ -101,9 +103,10 @@ def _grade_of(submission: str, exercises: list[str], decided: dict[str, Decision
     rows, whole = [], note_code or misconceptions.NOT_GRADED
     for ex_id in exercises:
         ex = get_exercise(ex_id)
-        status, feedback, code = decided.get(ex_id, _failed(note or "Not graded.", whole))
+        status, feedback, code, part = decided.get(ex_id, _failed(note or "Not graded.", whole))
         passed = status == PASSED and not note
-        rows.append(Row(submission, ex_id, ex.points if passed else 0, ex.points, passed, clean(feedback),
+        points = ex.points if passed else 0 if note else part_marks(part, ex.points)
+        rows.append(Row(submission, ex_id, points, ex.points, passed, clean(feedback),
                         "" if passed else (whole if note else code or misconceptions.WRONG_VALUE)))
     return SubmissionGrade(submission, rows, clean(note) if note else "", sorted(set(events or [])),
                            note_code if note else "")
@@ -269,7 +272,8 @@ def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -
             stage = None
             code = str(message.get("code") or "")
             g.decided[message["exercise"]] = Decision(str(message.get("status")), str(message.get("feedback")),
-                                                      code if misconceptions.CODE.match(code) else "")
+                                                      code if misconceptions.CODE.match(code) else "",
+                                                      message.get("points", 0))   # clamped by _grade_of
         elif kind == Kind.TAMPERED:
             changed = [str(c) for c in message.get("changed", [])]
             what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")

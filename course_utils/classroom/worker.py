@@ -206,7 +206,8 @@ def _forget(namespace: dict, before: set) -> None:
 def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: ReferenceGuard,
                  start: list[Any], timeout: float | None = None) -> dict:
     """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's
-    default when ``None``); returns ``{"status", "feedback", "code"}`` (``code``: the misconception).
+    default when ``None``); returns ``{"status", "feedback", "code"}`` (``code``: the misconception), and ``points``
+    when the check ran (part marks for an answer that did not pass).
 
     The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
@@ -236,7 +237,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
             result = exercises.check(ex_id, answer, timeout=timeout)
-        status, feedback, code = str(result.status), str(result.feedback), str(result.code)
+        status, feedback, code, points = str(result.status), str(result.feedback), str(result.code), result.points
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
                                               "which ended the check. Make sure it returns normally.",
@@ -247,7 +248,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
         return taken
     if cell_error:
         feedback += f" (Note: {cell_error['message'][0].lower()}{cell_error['message'][1:]})"
-    return {"status": status, "feedback": feedback, "code": code}
+    return {"status": status, "feedback": feedback, "code": code, "points": points}
 
 
 def _took_frames(guard: ReferenceGuard, ex_id: str) -> dict | None:

@@ -33,18 +33,18 @@ add_quiz(
 )
 add_quiz(
     "01.zeros_like_device",
-    "`x` lives on the `meta` device. Where does `torch.zeros_like(x)` live?",
-    ["On the CPU, the default device", "On `meta`, like `x`", "It raises an error",
-     "On the GPU if there is one"],
+    "`x` lives on the GPU. Where does `torch.zeros_like(x)` live?",
+    ["On the CPU, the default device", "On the GPU, like `x`", "It raises an error",
+     "On the GPU only inside a `with torch.device(...)` block"],
     1,
     "`*_like` functions and `x.new_*` methods copy shape (for `*_like`), dtype **and device** from "
     "`x`. That is why they are the safe way to make helper tensors inside code that must run on any device.",
 )
 add_quiz(
     "01.device_block",
-    "Inside `with torch.device('meta'):` you run `y = torch.randn(2)` and `z = torch.randn(2, device='cpu')`. "
-    "Where do `y` and `z` live?",
-    ["Both on the CPU", "Both on `meta`", "`y` on the CPU, `z` on `meta`", "`y` on `meta`, `z` on the CPU"],
+    "`gpu` is your GPU. Inside `with torch.device(gpu):` you run `y = torch.randn(2)` and "
+    "`z = torch.randn(2, device='cpu')`. Where do `y` and `z` live?",
+    ["Both on the CPU", "Both on the GPU", "`y` on the CPU, `z` on the GPU", "`y` on the GPU, `z` on the CPU"],
     3,
     "A `torch.device` block changes the default for factory functions that name no device; "
     "an explicit `device=` argument still wins.",
@@ -92,7 +92,7 @@ COUNTED_STORAGE = misconceptions.define(
     "The storage is the wrong number for a view. Which two facts about `t` itself decide how many bytes a copy "
     "of its elements takes? Sections 2 and 3 printed both.",
     "How many elements `t` has (`t.numel()`, section 2), and how many bytes one element of its dtype takes "
-    "(`t.element_size()`, section 3). Both work on `meta` too.",
+    "(`t.element_size()`, section 3). Both work on any device.",
     "Multiply them: `return t.numel() * t.element_size()` (PyTorch's `t.nbytes` gives the same number).",
 ))
 def _grade_nbytes(fn: Callable) -> str:
@@ -142,7 +142,7 @@ IGNORED_INPUT_DEVICE = misconceptions.define(
     "a device; a factory function uses the default device (the CPU unless changed) unless given "
     "`device=t.device`, while `torch.zeros_like(t)` and `t.new_zeros(...)` take `t`'s device.",
     section=("01_tensors", "4. Where new tensors are created"),
-    question="`t` lives on `meta`. Where does `torch.zeros(t.shape)` live, and what makes zeros on `t`'s device?")
+    question="`t` lives on the GPU. Where does `torch.zeros(t.shape)` live, and what makes zeros on `t`'s device?")
 TIMES_ZERO = misconceptions.define(
     "01.multiplied-by-zero", "Made zeros with `t * 0`",
     "Believes `t * 0` is always zero; in floating point `inf * 0` and `nan * 0` are NaN (and `bool * 0` is "

@@ -18,7 +18,7 @@ from ..text import shorten
 
 add_quiz(
     "03.original_after_to",
-    "`x` is a tensor on the CPU and `other` is a second device (your GPU, or `meta`). You run "
+    "`x` is a tensor on the CPU and `other` is a second device (your GPU, or the simulated one). You run "
     "`y = x.to(other)`. Where is `x` now?",
     ["On `other`: `x` and `y` are the same tensor", "Still on the CPU", "Nowhere: `.to` moved its data away",
      "It depends on the size of `x`"],
@@ -47,11 +47,11 @@ add_quiz(
 )
 add_quiz(
     "03.module_in_place",
-    "`model = nn.Linear(4, 3)`, then `model.to('meta')` on a line of its own, result not kept. "
-    "Where are the model's parameters?",
+    "`model = nn.Linear(4, 3)` on the CPU, then `model.to(device)` on a line of its own, result not kept "
+    "(`device` is a GPU). Where are the model's parameters?",
     ["Still on the CPU: the result was thrown away, as with tensors",
      "Half on each: only the weight moved",
-     "On `meta`: `Module.to` moves the model in place",
+     "On the GPU: `Module.to` moves the model in place",
      "It raises: a model must be reassigned"],
     2,
     "`Module.to` changes the module itself and returns that same module, so `model.to(device)` on its own "
@@ -60,7 +60,7 @@ add_quiz(
 )
 add_quiz(
     "03.dict_to",
-    "A batch is a dict: `batch = {'x': x, 'y': y}`, both tensors on the CPU. What does `batch.to('meta')` do?",
+    "A batch is a dict: `batch = {'x': x, 'y': y}`, both tensors on the CPU. What does `batch.to(device)` do?",
     ["Moves both tensors and returns a new dict", "Moves both tensors in place",
      "Raises `AttributeError`: a dict has no `.to`", "Moves only the first tensor"],
     2,
@@ -69,10 +69,10 @@ add_quiz(
 )
 add_quiz(
     "03.from_numpy_device",
-    "`a = np.arange(3.0)`. Inside `with torch.device('meta'):`, where are `torch.from_numpy(a)` and "
-    "`torch.tensor(a)`?",
-    ["Both on `meta`", "Both on the CPU", "`from_numpy` on `meta`, `torch.tensor` on the CPU",
-     "`from_numpy` on the CPU, `torch.tensor` on `meta`"],
+    "`a = np.arange(3.0)` and `device` is a GPU. Inside `with torch.device(device):`, where are "
+    "`torch.from_numpy(a)` and `torch.tensor(a)`?",
+    ["Both on the GPU", "Both on the CPU", "`from_numpy` on the GPU, `torch.tensor` on the CPU",
+     "`from_numpy` on the CPU, `torch.tensor` on the GPU"],
     3,
     "`torch.from_numpy` wraps the array's own CPU memory without copying (change `a`, the tensor changes), "
     "so it is always on the CPU, whatever the default device. `torch.tensor` copies, and like other "

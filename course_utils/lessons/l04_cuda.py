@@ -26,7 +26,8 @@ add_quiz(
     "04.no_gpu_cuda",
     "On a runtime with no GPU, what does `torch.ones(1).cuda()` do?",
     ["Raises an error", "Returns the tensor on the CPU, unchanged",
-     "Prints a warning, then returns the tensor on the CPU", "Returns a tensor on the `meta` device"],
+     "Prints a warning, then returns the tensor on the CPU",
+     "Moves it to whatever accelerator there is instead (`mps` on a Mac)"],
     0,
     "`.cuda()` is an order, not a wish: PyTorch never falls back to the CPU for you. On a PyTorch "
     "build without CUDA the error is `AssertionError: Torch not compiled with CUDA enabled`; on a CUDA "
@@ -35,37 +36,37 @@ add_quiz(
 )
 add_quiz(
     "04.cuda_current",
-    "A machine has two GPUs. After `torch.cuda.set_device(1)`, where does `torch.ones(3).cuda()` put "
-    "the new tensor?",
-    ["On `cuda:0`: `.cuda()` always means GPU 0", "On whichever GPU has more free memory",
-     "On `cuda:1`, the current device", "Nowhere: with two GPUs `.cuda()` needs an index"],
+    "`x` is on GPU 0, the lesson's `device`. What does `y = x.to(torch.device(device.type, 1))` do?",
+    ["Moves `x` itself to GPU 1", "Returns `x` itself: it is already on a GPU of that type",
+     "Returns a copy on GPU 1; `x` stays on GPU 0",
+     "Raises: tensors move between the CPU and a GPU, never from GPU to GPU"],
     2,
-    "`.cuda()` without an index, like `.to('cuda')`, targets the *current* CUDA device. The current "
-    "device is 0 when a program starts, which is why many people believe `.cuda()` always means GPU 0. "
-    "`torch.cuda.set_device(i)` and the `with torch.cuda.device(i):` block change it.",
+    "`torch.device(device.type, 1)` is GPU 1 of your device's type (`cuda:1` on a CUDA machine). `.to` compares "
+    "the whole device, index included: GPU 0 is not GPU 1, so it copies the data from GPU to GPU and returns "
+    "the copy. As always with `.to`, `x` stays where it was.",
 )
 add_quiz(
     "04.cuda_device_context",
-    "On a machine with two GPUs you run `with torch.cuda.device(1): x = torch.randn(2)`. "
-    "Where does `x` live?",
-    ["On `cuda:1`", "On `cuda:0`", "On the CPU", "Nowhere: the block raises an error"],
+    "On a machine with two GPUs you run `with torch.device(device.type, 1): x = torch.randn(2)`, then "
+    "`y = torch.randn(2)` after the block. Where do `x` and `y` live?",
+    ["Both on GPU 1", "`x` on GPU 0, `y` on the CPU", "`x` on GPU 1, `y` on the CPU",
+     "Both on the CPU: `torch.device` only names a device"],
     2,
-    "`torch.cuda.device(1)` changes the *current CUDA device*: what `.cuda()` and `'cuda'` without an "
-    "index mean. Where factory functions such as `torch.randn` allocate is the *default device*, and "
-    "that is still the CPU. To create tensors on GPU 1, pass `device='cuda:1'` or use "
-    "`with torch.device('cuda:1'):`.",
+    "Inside `with torch.device(...)` the default device is GPU 1, so factory functions such as `torch.randn` "
+    "allocate there; when the block ends, the previous default device, the CPU, is back. CUDA's own "
+    "`with torch.cuda.device(1):` is different: it changes the current CUDA device, which `.cuda()` follows, "
+    "not where `torch.randn` allocates.",
 )
 add_quiz(
     "04.visible_devices",
-    "On a machine with four GPUs you start Python with `CUDA_DEVICE_ORDER=PCI_BUS_ID "
-    "CUDA_VISIBLE_DEVICES=2,3`. Inside that program, what is the GPU that `nvidia-smi` lists as 3 called?",
-    ["`cuda:0`", "`cuda:1`", "`cuda:2`", "`cuda:3`"],
-    1,
-    "The program sees only the GPUs you list, renumbered from 0 in the order you list them: GPU 2 "
-    "becomes `cuda:0` and GPU 3 becomes `cuda:1`, and `torch.cuda.device_count()` is 2. `.cuda(3)` "
-    "would fail, because this program has no device 3. `CUDA_DEVICE_ORDER=PCI_BUS_ID` is what makes "
-    "\"2\" and \"3\" mean `nvidia-smi`'s GPUs 2 and 3: without it CUDA numbers the GPUs its own way, "
-    "fastest first, which can differ from `nvidia-smi`'s PCI-bus order on a machine with mixed GPUs.",
+    "`w` is on GPU 1 (`torch.device(device.type, 1)`) and `x` on GPU 0 (`device`). What does `w + x` do?",
+    ["Returns the sum on GPU 0, the lesson's device", "Returns the sum on GPU 1, where `w` is",
+     "Copies both to the CPU and adds there", "Raises a `RuntimeError` that names both GPUs"],
+    3,
+    "An operation runs on one device, and PyTorch does not copy a tensor from one GPU to another for you: "
+    "`w + x` raises `RuntimeError: Expected all tensors to be on the same device, but found at least two "
+    "devices, cuda:1 and cuda:0!` (the simulated GPU says `simgpu:1 and simgpu:0`). Move one first, "
+    "`w.to(x.device) + x`, or better, make both on the device where they meet.",
 )
 add_quiz(
     "04.cuda_check_on_mac",

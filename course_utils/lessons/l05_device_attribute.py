@@ -177,8 +177,8 @@ def _grade_is_on(fn: Callable) -> str:
         if got != want:
             why, code = _is_on_diagnosis(x, wanted)
             raise Wrong(f"For {context} the answer is {want}, you returned {got}. " + why, code)
-    return (f"Right on {len(cases)} cases: strings and torch.device requests, cpu and meta tensors, and the "
-            "indexed devices a GPU tensor reports (cuda:0, cuda:1, cuda:10).")
+    return (f"Right on {len(cases)} cases: strings and torch.device requests, tensors on the cpu and other "
+            "devices, and the indexed devices a GPU tensor reports (cuda:0, cuda:1, cuda:10).")
 
 
 def _is_on_diagnosis(x: Any, wanted: Any) -> tuple[str, str]:
@@ -330,7 +330,7 @@ SPREAD_HAS_ONE_DEVICE = misconceptions.define(
     "Believes a model always lives on one device; its parameters and buffers can be spread over several (a layer "
     "moved on its own), and then there is no single answer: raise ValueError naming the devices.",
     section=MODEL_SECTION,
-    question="After `half_moved[2].to('meta')`, where does `half_moved` live? What should "
+    question="After only `half_moved[2]` moves to the GPU, where does `half_moved` live? What should "
              "`model_device(half_moved)` do?")
 SPREAD_NOT_VALUE_ERROR = misconceptions.define(
     "05.split-model-not-value-error", "A split model reported without `ValueError`",
@@ -630,13 +630,13 @@ def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> tuple[st
 _BYTES_ADVICE = {
     "tensor": "Return a plain Python int: `numel()` and `element_size()` already give ints.",
     "float": "Bytes are whole: return an int. Sizes come from each parameter's `numel()` and `element_size()`, "
-             "not from its values (which a `meta` parameter does not even have); use `*` and `sum`, not `/`.",
+             "not from its values (which the largest models checked do not even have); use `*` and `sum`, not `/`.",
 }
 
 
 @grader("05.training_bytes", reference=training_bytes, title="Will it fit for training?", hints=(
     "Count bytes per parameter tensor: `p.numel() * p.element_size()`, summed over `model.parameters()`. "
-    "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64, and it works on `meta` too.",
+    "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64; neither needs the values.",
     "Training keeps several copies of those bytes: the weights, their gradients, and the optimizer's state: none "
     "for plain SGD, one `momentum_buffer` for momentum, two moments (`exp_avg`, `exp_avg_sq`) for Adam.",
     "`copies = {'sgd': 2, 'momentum': 3, 'adam': 4}[optimizer]`, then "
@@ -657,4 +657,4 @@ def _grade_training_bytes(fn: Callable) -> str:
                             + (why or "Count weights, gradients and the optimizer's state, each "
                                       "`numel() * element_size()` per parameter."), code)
     return (f"Right on {len(cases)} models with plain SGD, momentum and Adam: float32, float16, bfloat16 and "
-            "float64 parameters, buffers left out, and meta models as large as 2.5 billion parameters.")
+            "float64 parameters, buffers left out, and models as large as 2.5 billion parameters.")

@@ -19,7 +19,7 @@ from ..quizzes import add_quiz
 
 add_quiz(
     "06.add_error",
-    "`a = torch.ones(3, device=target)` lives on your GPU (or `meta`); `b = torch.ones(3)` names no device. "
+    "`a = torch.ones(3, device=target)` lives on your GPU (or the simulated GPU); `b = torch.ones(3)` names no device. "
     "What does `a + b` do?",
     ["It copies `b` to `a`'s device and adds", "It adds on the CPU and returns a CPU tensor",
      "It raises a RuntimeError about devices", "It returns a tensor on `a`'s device with a warning"],
