@@ -38,7 +38,7 @@ from .widgets import exercise, quiz
 __all__ = ["setup", "second_device", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise", "exercise_ids",
            "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"   # the one place: pyproject.toml reads it; CITATION.cff and CHANGELOG.md follow it
 
 
 def load_ipython_extension(ipython) -> None:

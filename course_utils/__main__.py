@@ -2,7 +2,9 @@
 | ``list`` | ``explain "MESSAGE"`` (or the message on standard input)
 | ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`)
 | ``report GRADES.csv... --out report.html`` (what a class got wrong: misconceptions, scores, follow-ups)
-| ``autograder --lesson NN`` (a Gradescope bundle) | ``links --hub URL`` (nbgitpuller links, one per lesson).
+| ``autograder --lesson NN`` (a Gradescope bundle)
+| ``links --hub URL | --colab | --binder [--ref vX.Y.Z]`` (launch links, one per lesson, for a branch or a release)
+| ``--version``.
 """
 from __future__ import annotations
 
@@ -11,13 +13,18 @@ import os
 import runpy
 import sys
 
-from . import classroom
+from . import __version__, classroom
 from .classroom import autograder, class_report, links
+
+#: What ``--version`` prints.
+VERSION_TEXT = f'course_utils {__version__} ("Where does my tensor live?")'
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_utils",
                                      description="Helpers for the course 'Where does my tensor live?'.")
+    parser.add_argument("--version", action="version", version=VERSION_TEXT,
+                        help="print the course's version (a release's tag is v followed by it) and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("progress", help="show your progress across the lessons")
     p_check = sub.add_parser("check", help="check an exercise answer written in a .py file")
@@ -42,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     class_report.add_arguments(p_report)
     p_bundle = sub.add_parser("autograder", help="write a Gradescope autograder zip for a lesson")
     autograder.add_arguments(p_bundle)
-    p_links = sub.add_parser("links", help="print nbgitpuller links that put each lesson in a JupyterHub home")
+    p_links = sub.add_parser("links", help="print each lesson's launch links: nbgitpuller for a JupyterHub, "
+                                           "Colab, Binder; for a branch or a release tag (--ref)",
+                             description=links.DESCRIPTION)
     links.add_arguments(p_links)
     args = parser.parse_args(argv)
 

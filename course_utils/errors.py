@@ -971,10 +971,17 @@ class Explanation:
         if not self.known:
             return (f"<div class='course-error-help' style='color:var(--jp-ui-font-color2, #555)'>"
                     f"{html.escape(self.text())}</div>")
-        rows = [("You got", f"<code>{html.escape(self.message)}</code>"), ("Cause", code_html(self.cause)),
-                ("Fix", code_html(self.fix)), ("Learn more", lesson_link(self.lesson))]
-        body = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows)
-        return card(f"<b>{code_html(self.heading)}</b>{body}", "#1c7ed6", "course-error-help")
+        return self.page()
+
+    def page(self, more: str = "") -> str:
+        """The HTML view: the heading and the fix first; the cause, the message, the lesson (and ``more``, HTML the
+        caller adds) in a note the learner opens on request."""
+        rows = [("Cause", code_html(self.cause)), ("You got", f"<code>{html.escape(self.message)}</code>"),
+                ("Learn more", lesson_link(self.lesson))]
+        details = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows) + more
+        return card(f"<b>{code_html(self.heading)}</b><div><b>Fix:</b> {code_html(self.fix)}</div>"
+                    f"<details><summary>Why, and where to read more</summary>{details}</details>",
+                    "#1c7ed6", "course-error-help")
 
 
 def lesson_link(lesson: str) -> str:

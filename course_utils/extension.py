@@ -71,13 +71,20 @@ class ErrorHelp:
         if not self.cell_known:
             return [(d, [(n, "") for n in names[:_MAX_NAMES]], max(len(names) - _MAX_NAMES, 0))
                     for d, names in self.where.items()]
-        rows = [("used in this cell", [(n, ", ".join(d for d, on in self.where.items() if n in on))
-                                       for n in self.used], 0)]
+        def devices(name: str) -> str:
+            return ", ".join(d for d, on in self.where.items() if name in on)
+
+        rows = [("used in this cell", [(n, devices(n)) for n in self.used], 0)]
+        every = dict.fromkeys(n for names in self.where.values() for n in names if n not in self.used)
+        split = [n for n in every if "," in devices(n)]   # an optimizer or a model with a part on each device
         for device, names in self.where.items():
-            others = [n for n in names if n not in self.used]
+            others = [n for n in names if n not in self.used and n not in split]
             if others:
                 rows.append((f"others on {device}", [(n, "") for n in others[:_MAX_NAMES]],
                              max(len(others) - _MAX_NAMES, 0)))
+        if split:
+            rows.append(("others split across devices (a part on each)",
+                         [(n, devices(n)) for n in split[:_MAX_NAMES]], max(len(split) - _MAX_NAMES, 0)))
         return rows
 
     def text(self) -> str:
@@ -93,7 +100,9 @@ class ErrorHelp:
     __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
-        page = self.explanation._repr_html_()
+        if not self.explanation.known:
+            return self.explanation._repr_html_()
+        listing = ""
         if self.where:
             items = ""
             for label, names, more in self.listing():
@@ -103,8 +112,7 @@ class ErrorHelp:
             listing = f"<div>Your variables on these devices:<ul style='margin:2px 0'>{items}</ul></div>"
             if self.device_map is not None:
                 listing += self.device_map._repr_html_()
-            page = page[: -len("</div>")] + listing + "</div>"
-        return page
+        return self.explanation.page(listing)
 
 
 def _none(label: str) -> str:

@@ -24,7 +24,7 @@ shift 2
 deps() {   # requirements.txt and requirements-dev.txt without torch (the node has its own), without the
            # course itself and without the include of the one by the other
   cat requirements.txt requirements-dev.txt | grep -v -E '^[[:space:]]*(torch([<>=!~ ;#]|$)|-e[[:space:]]|-r[[:space:]])' 
-  echo "setuptools>=68"   # builds course_utils (pyproject.toml) without an index
+  echo "setuptools>=77"   # builds course_utils (pyproject.toml) without an index
 }
 
 case $verb in

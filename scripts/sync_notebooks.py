@@ -18,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from course_utils.classroom.links import course_address  # noqa: E402  (the one reader of the address)
+from course_utils.classroom.links import binder_link, colab_link, course_address  # noqa: E402  (one reader of
+# the address; the badges' links are the ones `python -m course_utils links --colab --binder` prints)
 BADGE_MARK = "colab-badge.svg"
 COLAB_ROLE = "colab-setup"
 
@@ -29,9 +30,7 @@ def settings() -> tuple[str, str]:
 
 
 def badge_line(name: str, repo: str, branch: str) -> str:
-    slug = repo.split("github.com/", 1)[1]
-    colab = f"https://colab.research.google.com/github/{slug}/blob/{branch}/notebooks/{name}"
-    binder = f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/notebooks/{name}"
+    colab, binder = colab_link(repo, branch, name), binder_link(repo, branch, name)
     return (f"[![Open In Colab](https://colab.research.google.com/assets/{BADGE_MARK})]({colab}) "
             f"[![Launch on Binder](https://mybinder.org/badge_logo.svg)]({binder})")
 

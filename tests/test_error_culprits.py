@@ -37,9 +37,20 @@ class _KernelDevice:
         return simdevice.NAME if real is None and simdevice.wanted(this_process=False) else real
 
 
+class _KernelStandIn:
+    """``course_utils.standin`` as a lesson's kernel sees it: on where the lesson runs on the CPU (no accelerator
+    and no simulated GPU, or the CPU chosen with ``COURSE_DEVICE``)."""
+
+    @staticmethod
+    def is_enabled():
+        chose_cpu = course_device.chosen_by_user() and course_device.best_device().type == "cpu"
+        return _KernelDevice.accelerator() is None or chose_cpu
+
+
 def _raises_here(declared: dict) -> bool:
     """Whether a cell raises in a lesson's kernel (``course.raises.when``), decided as the notebook run decides."""
-    return bool(eval(RAISE_WHEN[declared.get("when", "always")], {"_torch": torch, "_device": _KernelDevice}))
+    return bool(eval(RAISE_WHEN[declared.get("when", "always")],
+                     {"_torch": torch, "_device": _KernelDevice, "_standin": _KernelStandIn}))
 
 
 def _device_error_cells() -> list[tuple[Path, int]]:

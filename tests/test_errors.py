@@ -641,3 +641,15 @@ def test_learn_more_links_to_a_heading_of_its_lesson(key):
     m = re.search(r"href='(\d\d_\w+)\.ipynb#([^']+)'", html_text)
     assert m, html_text
     assert urllib.parse.unquote(m.group(2)) in _anchors(NOTEBOOK_DIR / f"{m.group(1)}.ipynb"), html_text
+
+
+def test_the_html_view_shows_the_fix_first_and_the_rest_on_request():
+    """Under a traceback a learner sees the heading and the fix; the cause, the message and the lesson (and, under a
+    notebook cell, the variables and the device map) open on request, from the keyboard too (details/summary)."""
+    from course_utils.extension import ErrorHelp
+    e = explain_error("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+    page = ErrorHelp(e, {"cuda:0": ["model"], "cpu": ["x"]}, used=["x"])._repr_html_()
+    fix, opened = page.index("<b>Fix:</b>"), page.index("<details><summary>")
+    assert page.index("Device error") < fix < opened < page.index("<b>Cause:</b>") < page.index("</details>")
+    assert opened < page.index("Your variables on these devices") < page.index("</details>")
+    assert page.count("course-error-help") == 1

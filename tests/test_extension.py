@@ -246,3 +246,14 @@ def test_machinery_is_pytorch_internals_and_the_stand_in_not_public_layers(monke
     finally:
         standin.disable()
     assert kept == ["frames", "<lambda>", "forward"] and any(f.endswith("course_utils/standin.py") for f in hidden)
+
+
+def test_a_variable_with_a_part_on_each_device_is_listed_once_and_said_to_be_split():
+    """An optimizer whose state stayed on the CPU while its parameters moved is on both devices: one line says so,
+    rather than the same name under each device with no word that it is split."""
+    from course_utils.errors import explain_error
+    from course_utils.extension import ErrorHelp
+    e = explain_error("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!")
+    text = ErrorHelp(e, {"cuda:0": ["model", "opt"], "cpu": ["x", "opt", "b"]}, used=["x"]).text()
+    assert text.count("opt") == 1 and "others split across devices (a part on each): opt (cuda:0, cpu)" in text
+    assert "others on cuda:0: model\n" in text and "others on cpu: b\n" in text

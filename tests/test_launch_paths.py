@@ -82,3 +82,15 @@ def test_static_html_view_reads_as_a_lesson(path):
     assert "Commit my prediction" in text, "the prose tells the reader how quizzes work"
     for target in re.findall(r'href="([^"#:]+\.ipynb)"', html):
         assert (NOTEBOOK_DIR / target).exists(), f"broken link {target}"
+
+
+def test_the_readmes_container_command_uses_options_jupyterlab_has():
+    """Docker users run as root: the README's command passes the options JupyterLab's own help lists."""
+    import subprocess
+    import sys
+    command = re.search(r"`(jupyter lab notebooks/ --allow-root[^`]*)`", (ROOT / "README.md").read_text("utf-8"))
+    assert command, "the README's container line is missing"
+    options = re.findall(r"(--[\w-]+)", command.group(1))
+    helped = subprocess.run([sys.executable, "-m", "jupyterlab", "--help-all"], capture_output=True, text=True,
+                            timeout=120).stdout
+    assert options and all(re.search(rf"^{re.escape(o)}[=\s]", helped, re.M) for o in options), options

@@ -812,3 +812,32 @@ def test_every_lesson_code_is_asserted_here():
     source = Path(__file__).read_text()
     codes = [code for code in misconceptions.registry() if code.startswith("07.")]
     assert codes and not [code for code in codes if f'"{code}"' not in source]
+
+
+def test_capstone_part_marks_count_each_bug_fixed_on_its_own():
+    """Two points a bug, whichever bugs are fixed and in any order; only a pass earns all twelve."""
+    script = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    reads = [("total = 0.0", "total = torch.zeros((), device=device)"), ("total += loss.item()", "total += loss.detach()"),
+             ("return optimizer, torch.tensor(total)", "return optimizer, total")]
+    fixes = [[fix] for fix in _STUB_FIXES] + [reads]
+    assert cu.check("07.capstone", _define(script)).points == 0
+    for k, fix in enumerate(fixes):
+        alone, all_but = script, script
+        for old, new in fix:
+            alone = alone.replace(old, new)
+        for other in fixes[:k] + fixes[k + 1:]:
+            for old, new in other:
+                all_but = all_but.replace(old, new)
+        assert cu.check("07.capstone", _define(alone)).points == 2, fix
+        assert cu.check("07.capstone", _define(all_but)).points == 10, fix
+
+
+def test_capstone_part_marks_need_the_scripts_arithmetic():
+    """Bugs "fixed" by deleting what they touch (the loss's class weights, the mean) earn nothing: on the CPU, where
+    no device bug shows, the answer no longer trains as the script does."""
+    script = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    for old, new in _STUB_FIXES[:3]:
+        script = script.replace(old, new)
+    assert cu.check("07.capstone", _define(script)).points == 6
+    no_weights = script.replace(", weight=class_weights", "")
+    assert no_weights != script and cu.check("07.capstone", _define(no_weights)).points == 0

@@ -1,5 +1,9 @@
-"""nbgitpuller links: one per lesson, that clone (or update) the course in a student's JupyterHub home
-and open that lesson. ``python -m course_utils links --hub https://hub.example.edu``."""
+"""Launch links, one per lesson: nbgitpuller links that clone (or update) the course in a student's JupyterHub
+home and open that lesson, and the lesson's Colab and Binder links; for the course's branch or a release.
+
+    python -m course_utils links --hub https://hub.example.edu
+    python -m course_utils links --colab --binder --ref v0.2.0
+"""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +19,16 @@ from .. import lessons
 #: The checkout's pyproject.toml, whose ``[tool.course]`` table holds the repository address and branch.
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 APPS = {"lab": "lab/tree", "notebook": "notebooks"}   # where each interface opens a notebook
+KINDS = ("hub", "colab", "binder")                     # the kinds of link, in the order they are printed
+LABELS = {"hub": "JupyterHub", "colab": "Colab", "binder": "Binder"}
+#: A release's tag: v and the version (v0.2.0).
+RELEASE_TAG = re.compile(r"v\d+(\.\d+)+")
+
+DESCRIPTION = (
+    "Print each lesson's launch links: --hub URL gives nbgitpuller links that put the course in a JupyterHub "
+    "home, --colab and --binder give Colab's and Binder's; any together. With one kind each lesson's link stands "
+    "alone on its line; with several each is labelled. --ref picks the branch or release tag they open "
+    "(default: the branch in pyproject.toml's [tool.course]), so a class can stay on one release all semester.")
 
 
 def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
@@ -53,6 +67,32 @@ def nbgitpuller_link(hub: str, repo: str, branch: str, notebook: str, app: str =
             f"&branch={quote(branch, safe='')}&urlpath={quote(path, safe='')}")
 
 
+def github_slug(repo: str) -> str:
+    """``OWNER/NAME`` of a GitHub repository URL (Colab and Binder open GitHub repositories by it).
+
+    Raises:
+        ValueError: ``repo`` is not a repository on github.com.
+    """
+    parsed = urlparse(repo)
+    parts = parsed.path.strip("/").removesuffix(".git").split("/")
+    if parsed.netloc.lower() not in ("github.com", "www.github.com") or len(parts) != 2 or not all(parts):
+        raise ValueError(f"Colab and Binder links need a repository on GitHub, such as "
+                         f"https://github.com/OWNER/NAME (got {repo!r}).")
+    return "/".join(parts)
+
+
+def colab_link(repo: str, ref: str, notebook: str) -> str:
+    """Colab's link that opens ``notebooks/<notebook>`` of ``repo`` at ``ref`` (a branch or tag)."""
+    return (f"https://colab.research.google.com/github/{github_slug(repo)}/blob/{quote(ref, safe='/')}"
+            f"/notebooks/{notebook}")
+
+
+def binder_link(repo: str, ref: str, notebook: str, app: str = "lab") -> str:
+    """Binder's link that builds ``repo`` at ``ref`` (a branch or tag) and opens ``notebooks/<notebook>``."""
+    return (f"https://mybinder.org/v2/gh/{github_slug(repo)}/{quote(ref, safe='')}"
+            f"?urlpath={APPS[app]}/notebooks/{notebook}")
+
+
 def hub_problem(hub: str) -> Optional[str]:
     """Why ``hub`` is not a hub address (``https://hub.example.edu``), or ``None``."""
     parsed = urlparse(hub)
@@ -63,30 +103,62 @@ def hub_problem(hub: str) -> Optional[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``links`` subcommand's arguments to ``parser``."""
-    parser.add_argument("--hub", required=True, help="the JupyterHub's address, e.g. https://hub.example.edu")
+    parser.add_argument("--hub", help="nbgitpuller links for this JupyterHub, e.g. https://hub.example.edu")
+    parser.add_argument("--colab", action="store_true", help="Colab links")
+    parser.add_argument("--binder", action="store_true", help="Binder links")
+    parser.add_argument("--ref", "--branch", dest="ref", metavar="REF",
+                        help="the branch or release tag (v0.2.0) the links open (default: the branch in "
+                             "[tool.course] in pyproject.toml). nbgitpuller follows a branch: for a hub, pin a "
+                             "release with a branch made from its tag")
     parser.add_argument("--app", choices=sorted(APPS), default="lab",
-                        help="open the notebooks in JupyterLab (default) or Notebook 7")
-    parser.add_argument("--repo", help="the course repository to pull (default: [tool.course] in pyproject.toml)")
-    parser.add_argument("--branch", help="its branch (default: [tool.course] in pyproject.toml)")
+                        help="open the notebooks in JupyterLab (default) or Notebook 7 (hub and Binder links)")
+    parser.add_argument("--repo", help="the course repository (default: [tool.course] in pyproject.toml)")
+
+
+def lesson_links(kinds: list[str], repo: str, ref: str, notebook: str, hub: str = "", app: str = "lab") -> list[str]:
+    """The links of one lesson's notebook, one per kind (``hub``, ``colab``, ``binder``), in ``KINDS`` order."""
+    make = {"hub": lambda: nbgitpuller_link(hub, repo, ref, notebook, app),
+            "colab": lambda: colab_link(repo, ref, notebook),
+            "binder": lambda: binder_link(repo, ref, notebook, app)}
+    return [make[kind]() for kind in KINDS if kind in kinds]
 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
-    """Print one nbgitpuller link per lesson. Returns 0, or 2 for a bad option."""
+    """Print each lesson's links. Returns 0, or 2 for a bad option."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    problem = hub_problem(args.hub)
+    kinds = [kind for kind, wanted in (("hub", args.hub is not None), ("colab", getattr(args, "colab", False)),
+                                       ("binder", getattr(args, "binder", False))) if wanted]
+    if not kinds:
+        print("Say which links: --hub URL (nbgitpuller, for a JupyterHub), --colab, --binder, or several.",
+              file=stderr)
+        return 2
+    problem = hub_problem(args.hub) if args.hub is not None else None
     if problem:
         print(problem, file=stderr)
         return 2
-    repo, branch = args.repo, args.branch
-    if not (repo and branch):
+    repo, ref = args.repo, args.ref
+    if not (repo and ref):
         try:
             default_repo, default_branch = course_address()
         except (OSError, KeyError) as e:
             print(f"Cannot read the course's address from {PYPROJECT} ({type(e).__name__}): run this in a "
-                  "checkout of the course, or give --repo and --branch.", file=stderr)
+                  "checkout of the course, or give --repo and --ref.", file=stderr)
             return 2
-        repo, branch = repo or default_repo, branch or default_branch
+        repo, ref = repo or default_repo, ref or default_branch
+    if "colab" in kinds or "binder" in kinds:
+        try:
+            github_slug(repo)
+        except ValueError as e:
+            print(e, file=stderr)
+            return 2
+    if "hub" in kinds and RELEASE_TAG.fullmatch(ref):
+        print(f"Note: nbgitpuller clones the tag {ref} on a student's first click, but a later click merges "
+              f"origin/{ref}, which a tag does not have; to keep a hub on a release, push a branch made from "
+              f"the tag (git push origin {ref}:refs/heads/BRANCH) and give --ref BRANCH.", file=stderr)
     for number, notebook in lesson_notebooks():
         title = lessons.LESSONS.get(number, notebook)
-        print(f"{number} {title}\n  {nbgitpuller_link(args.hub, repo, branch, notebook, args.app)}", file=stdout)
+        urls = lesson_links(kinds, repo, ref, notebook, args.hub or "", args.app)
+        lines = ([f"  {url}" for url in urls] if len(kinds) == 1
+                 else [f"  {LABELS[kind] + ':':11} {url}" for kind, url in zip((k for k in KINDS if k in kinds), urls)])
+        print("\n".join([f"{number} {title}", *lines]), file=stdout)
     return 0

@@ -88,7 +88,7 @@ COUNTED_STORAGE = misconceptions.define(
              "does its storage hold?")
 
 
-@grader("01.nbytes", reference=nbytes, title="How many bytes?", hints=(
+@grader("01.nbytes", points=2, reference=nbytes, title="How many bytes?", hints=(
     "The storage is the wrong number for a view. Which two facts about `t` itself decide how many bytes a copy "
     "of its elements takes? Sections 2 and 3 printed both.",
     "How many elements `t` has (`t.numel()`, section 2), and how many bytes one element of its dtype takes "

@@ -255,7 +255,7 @@ def _hard_coded(got: torch.device, expected: str) -> str:
             "Ask `torch.accelerator` what this machine has.")
 
 
-@grader("02.pick_device", reference=pick_device, title="Pick the best device", hints=(
+@grader("02.pick_device", points=2, reference=pick_device, title="Pick the best device", hints=(
     "PyTorch has one device-agnostic module for this question: `torch.accelerator`. It knows CUDA, "
     "MPS, XPU and the other accelerators, so your code does not have to list them.",
     "`torch.accelerator.is_available()` says whether there is an accelerator; "

@@ -436,7 +436,7 @@ def _on(t: torch.Tensor, target: torch.device) -> bool:
     return t.device.type == target.type and (target.index is None or t.device.index == target.index)
 
 
-@grader("03.to_device", reference=to_device, title="Move a whole batch", hints=(
+@grader("03.to_device", points=3, reference=to_device, title="Move a whole batch", hints=(
     "Three kinds of input: a tensor (move it), a container (a dict, list or tuple: treat each item the "
     "same way), and anything else (give it back untouched).",
     "Let the function call itself on every item of a container and build a NEW container of the same "
@@ -589,7 +589,7 @@ def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
         return make()
 
 
-@grader("03.prepare", reference=prepare, title="Model and batch, same device", hints=(
+@grader("03.prepare", points=2, reference=prepare, title="Model and batch, same device", hints=(
     "Two things must end up on `device`: the model and the batch. Only one of them moves in place.",
     "`Module.to` moves the module itself and returns it. `Tensor.to` returns a tensor on `device` (a new "
     "one whenever the device or dtype changes) and leaves the old one where it was, so you must keep its "

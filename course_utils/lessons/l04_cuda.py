@@ -173,7 +173,7 @@ def to_accelerator(t):
     return t.to(torch.accelerator.current_accelerator())
 
 
-@grader("04.to_accelerator", reference=to_accelerator, title="To the accelerator, whichever it is", hints=(
+@grader("04.to_accelerator", points=2, reference=to_accelerator, title="To the accelerator, whichever it is", hints=(
     "Two questions, asked inside the function each time it runs (so that a later `set_device` counts): is "
     "an accelerator usable at all, and which one? `torch.accelerator` answers both for CUDA, MPS, XPU and "
     "the rest; `torch.cuda` only knows about CUDA. Section 5's simulation cell shows what each call "
@@ -371,7 +371,7 @@ def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
     return cases
 
 
-@grader("04.mask_future", reference=mask_future, title="A mask that goes where the scores are", hints=(
+@grader("04.mask_future", points=2, reference=mask_future, title="A mask that goes where the scores are", hints=(
     "A function that receives tensors should not choose a device at all: leave `scores` where it is, "
     "and make every new tensor on `scores.device`.",
     "Build the mask with `torch.ones(n, n, dtype=torch.bool, device=scores.device)`, keep the part "

@@ -346,7 +346,7 @@ SPREAD_MESSAGE_VAGUE = misconceptions.define(
     question="What should the error for a split model say, so that its reader knows which tensors to move?")
 
 
-@grader("05.model_device", reference=model_device, title="Where does this model live?", hints=(
+@grader("05.model_device", points=2, reference=model_device, title="Where does this model live?", hints=(
     "A module has no `.device`, but every parameter and every buffer has one. Collect them all, from "
     "`module.parameters()` and `module.buffers()` (both include the submodules').",
     "Put the devices in a set. An empty set means the module holds no tensors: return None. More than one "
@@ -634,7 +634,7 @@ _BYTES_ADVICE = {
 }
 
 
-@grader("05.training_bytes", reference=training_bytes, title="Will it fit for training?", hints=(
+@grader("05.training_bytes", points=3, reference=training_bytes, title="Will it fit for training?", hints=(
     "Count bytes per parameter tensor: `p.numel() * p.element_size()`, summed over `model.parameters()`. "
     "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64; neither needs the values.",
     "Training keeps several copies of those bytes: the weights, their gradients, and the optimizer's state: none "

@@ -256,7 +256,7 @@ def _placement(model: nn.Module) -> list[tuple[str, str]]:
     return [(n, str(t.device)) for n, t in [*model.named_parameters(), *model.named_buffers()]]
 
 
-@grader("06.find_mismatches", reference=find_mismatches, title="Find the odd ones out", hints=(
+@grader("06.find_mismatches", points=3, reference=find_mismatches, title="Find the odd ones out", hints=(
     "Three kinds of tensors take part in a forward pass: the model's parameters, its buffers and the "
     "inputs. Collect the names of all three, keep those whose device is not `device`, and sort.",
     "`model.named_parameters()` and `model.named_buffers()` give (name, tensor) pairs, and so does "
@@ -528,7 +528,7 @@ def _build(cls: type, features: int) -> nn.Module:
     return module
 
 
-@grader("06.scaler", reference=Scaler, title="A constant that follows the model", hints=(
+@grader("06.scaler", points=2, reference=Scaler, title="A constant that follows the model", hints=(
     "The constant is part of the module's state but must not be trained. Parameters are trained; plain "
     "attributes are not moved by `.to`. There is a third kind of tensor a module can hold.",
     "`self.register_buffer(name, tensor)` in `__init__` stores a tensor that `.to` moves and the optimizer "

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_map
 
 from .. import device as _device
 from .. import misconceptions, transfer
@@ -884,9 +884,12 @@ class _Watch(TorchDispatchMode):
     model, made in ``forward`` or in ``fit``), the first operation that mixes a CPU tensor with the device's
     tensors (stopped there, as a GPU stops), and the values read back from the device (``.item()``, ``.cpu()``)."""
 
-    def __init__(self, device: torch.device, batches: list, attributes: dict[int, str]):
+    def __init__(self, device: torch.device, batches: list, attributes: dict[int, str], repair: bool = False):
         super().__init__()
+        self.device = device
         self.device_type = device.type
+        self.repair = repair        # go on past each mix, the CPU tensors moved, to meet every bug (part marks)
+        self.mixes: list[tuple[str, set[str], bool]] = []
         self.labels: dict[int, set[str]] = {}
         self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
         self.reads: list[str] = []
@@ -931,10 +934,15 @@ class _Watch(TorchDispatchMode):
             strict = name in _EVERY_ARGUMENT
             culprits = [t for t in tensors if t.device.type == "cpu" and (strict or t.dim() > 0)]
             if culprits:
-                if self.mix is None:
-                    labels = set().union(*(self.labels.get(id(t), set()) for t in culprits))
-                    self.mix = (name, labels, self._where()[1])
-                raise _Mixed()
+                labels = set().union(*(self.labels.get(id(t), set()) for t in culprits))
+                self.mixes.append((name, labels, self._where()[1]))
+                self.mix = self.mix or self.mixes[0]
+                if not self.repair:
+                    raise _Mixed()
+                moved = {id(t): t.to(self.device) for t in culprits}
+                args, kwargs = tree_map(lambda a: moved.get(id(a), a) if isinstance(a, torch.Tensor) else a,
+                                        (args, kwargs))
+                tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         if name == "_local_scalar_dense" and on_device:
             self.reads.append(".item()")
             if self.device_type == "meta":       # no data: go on with a zero, only the count matters
@@ -1020,8 +1028,9 @@ def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.d
 
 
 def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, label: str,
-             watch: bool) -> tuple[nn.Module, Any, _Watch | None]:
-    """Build the learner's model on the CPU, run its ``fit`` on ``device``; the model, what fit returned, the watch."""
+             watch: bool, repair: bool = False) -> tuple[nn.Module, Any, _Watch | None]:
+    """Build the learner's model on the CPU, run its ``fit`` on ``device``; the model, what fit returned, the watch
+    (``repair``: one that goes on past each mix, for :func:`_bugs_left`)."""
     model = call(cls, context="Classifier()")
     if not issubclass(type(model), nn.Module) or "_parameters" not in vars(model):
         raise Wrong(f"`Classifier()` gave {safe_repr(model)}, not a working nn.Module. Keep "
@@ -1041,7 +1050,7 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     keys = set(model.state_dict())
     checkpoint = {"model": {k: v for k, v in checkpoint["model"].items() if k in keys},
                   "optimizer": checkpoint["optimizer"]}
-    watcher = _Watch(device, batches, _plain_attributes(model)) if watch else None
+    watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
     context = f"{label} on {device}"
     try:
         with ModesKept():
@@ -1071,7 +1080,7 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
         if wrong is not None:
             raise wrong from None
         raise Crashed(e, context) from None
-    if watcher is not None and watcher.mix is not None:
+    if watcher is not None and watcher.mix is not None and not repair:
         message, code = _mix_feedback(*watcher.mix, device)
         raise Wrong(f"With {context}: " + message, code)
     return model, got, watcher
@@ -1178,7 +1187,7 @@ def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn
                     f"{want_total.item():.6g}.{mean}", MEAN_NOT_SUM if mean else misconceptions.WRONG_VALUE)
 
 
-@grader("07.capstone", reference=Classifier, title="Capstone: a training script with device bugs", hints=(
+@grader("07.capstone", points=12, reference=Classifier, title="Capstone: a training script with device bugs", hints=(
     "Delete the `raise NotImplementedError` line and run the check: it stops at the first bug, as a GPU would, "
     "and names it. Or run the script yourself on `target` in the cell below it: the error appears where a GPU "
     "raises it, and `cu.explain_error()` explains it. Six bugs hide in the script; fix one at a time.",
@@ -1193,17 +1202,89 @@ def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn
 def _grade_capstone(cls: type) -> str:
     if not issubclass(cls, nn.Module):
         raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.", SCRIPT_CHANGED)
+    try:
+        return _capstone_verdict(cls)
+    except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed
+        wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(_bugs_left(cls)))
+        raise
+
+
+#: The capstone's six bugs, by the code of the misconception each one is, and the points each is worth.
+CAPSTONE_BUGS = frozenset({BATCH_NOT_MOVED, PLAIN_ATTRIBUTE, MADE_IN_FORWARD, LOSS_WEIGHT_ON_CPU,
+                           OPTIMIZER_BEFORE_MOVE, READ_EVERY_STEP})
+BUG_POINTS = 2
+
+
+def _fresh(seed: int, checkpoint: dict) -> tuple[list, dict]:
+    """The capstone's batches (drawn from ``seed``) and a copy of ``checkpoint``."""
+    return _capstone_batches(torch.Generator().manual_seed(seed)), copy.deepcopy(checkpoint)
+
+
+def _reference(device: torch.device, seed: int, checkpoint: dict) -> tuple[nn.Module, torch.Tensor]:
+    """The reference's model and total after ``fit`` on ``device``."""
+    model = Classifier()
+    _, total = model.fit(*_fresh(seed, checkpoint)[:1], device, copy.deepcopy(checkpoint))
+    return model, total
+
+
+def _trains_as_the_script(model: nn.Module, total: Any, checkpoint: dict) -> bool:
+    """Whether ``fit`` on the CPU (where no device bug shows) gave the reference's weights and total: as given, or with
+    `mean` never loaded (its zeros), which is what the plain-attribute bug does there."""
+    cpu = torch.device("cpu")
+    unloaded = copy.deepcopy(checkpoint)
+    unloaded["model"]["mean"] = torch.zeros_like(unloaded["model"]["mean"])
+    got = [t.detach().float() for t in model.parameters()] + [torch.as_tensor(
+        total.detach() if is_tensor(total) else float(total)).float().cpu()]
+    for saved in (checkpoint, unloaded):
+        want_model, want_total = _reference(cpu, 1, saved)
+        want = [t.detach().float() for t in want_model.parameters()] + [want_total.detach().float()]
+        if len(got) == len(want) and all(g.shape == w.shape and torch.allclose(g.cpu(), w, rtol=1e-4, atol=1e-5)
+                                         for g, w in zip(got, want)):
+            return True
+    return False
+
+
+def _bugs_left(cls: type) -> set[str]:
+    """The six bugs an answer that failed still has; all six unless it trains as the script does on the CPU (where
+    no device bug shows: its arithmetic is the script's). Each bug is met on its own on `meta`, on every machine alike:
+    one run with the batches on the CPU (are they moved?), one with them on `meta` already (what else mixes), each
+    going on past every mix; then the plain attributes, the optimizer's parameters and state, and the reads."""
+    cpu, meta, label = torch.device("cpu"), torch.device("meta"), f"{_CAPSTONE_STEPS} batches"
+    checkpoint = _capstone_checkpoint()
+    try:
+        model, (_, total), _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)
+        if not _trains_as_the_script(model, total, checkpoint):
+            return set(CAPSTONE_BUGS)
+        _, _, moved = _run_fit(cls, meta, *_fresh(2, checkpoint), label, watch=True, repair=True)
+        batches, saved = _fresh(2, checkpoint)
+        batches = [(inputs.to(meta), labels.to(meta)) for inputs, labels in batches]
+        model, (optimizer, _), watcher = _run_fit(cls, meta, batches, saved, label, watch=True, repair=True)
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        params = list(model.parameters())
+        state = [t for p in params for t in (optimizer.state.get(p) or {}).values() if is_tensor(t) and t.dim()]
+    except (Exception, TimeLimit):   # a crash, a stub, changed arithmetic, out of time: no part to mark
+        return set(CAPSTONE_BUGS)
+    left = {_mix_feedback(*mix, meta)[1] for mix in watcher.mixes}
+    left |= {BATCH_NOT_MOVED} if any({"inputs", "labels"} & labels for _, labels, _ in moved.mixes) else set()
+    left |= {PLAIN_ATTRIBUTE} if _plain_attributes(model) else set()
+    stale = len(held) != len(params) or any(not any(h is p for p in params) for h in held) or any(
+        t.device.type != "meta" for t in state)
+    left |= {OPTIMIZER_BEFORE_MOVE} if stale else set()
+    left |= {READ_EVERY_STEP} if len(watcher.reads) > 1 else set()
+    return left & CAPSTONE_BUGS
+
+
+def _capstone_verdict(cls: type) -> str:
+    """The capstone's check: the first bug named as a GPU meets it, or "Right" when all six are fixed."""
     checkpoint = _capstone_checkpoint()
     devices = devices_to_test()
     label = f"{_CAPSTONE_STEPS} batches"
 
     def fresh(seed: int) -> tuple[list, dict]:
-        return _capstone_batches(torch.Generator().manual_seed(seed)), copy.deepcopy(checkpoint)
+        return _fresh(seed, checkpoint)
 
     def reference(device: torch.device, seed: int) -> tuple[nn.Module, torch.Tensor]:
-        model, (batches, saved) = Classifier(), fresh(seed)
-        _, total = model.fit(batches, device, saved)
-        return model, total
+        return _reference(device, seed, checkpoint)
 
     cpu = torch.device("cpu")
     model, got, _ = _run_fit(cls, cpu, *fresh(1), label, watch=False)           # the stub stops here

@@ -118,7 +118,7 @@ VALUES_COPIED = misconceptions.define(
              "tensors, or both?")
 
 
-@grader("08.strip_prefix", reference=strip_prefix, title="Strip the `module.` prefix", hints=(
+@grader("08.strip_prefix", points=2, reference=strip_prefix, title="Strip the `module.` prefix", hints=(
     "Build a new dict from `state_dict.items()`: keep each value as it is, and change only the keys that "
     "start with `prefix`.",
     "`key.startswith(prefix)` tells you whether a key has the prefix; `key[len(prefix):]` is the key without it. "
@@ -244,7 +244,7 @@ LABEL_RANGE = misconceptions.define(
     question="A classifier has 5 classes. Which of the labels -1, 0, 4, 5 does the loss refuse?")
 
 
-@grader("08.bad_labels", reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
+@grader("08.bad_labels", points=2, reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
     "A label is refused when it is outside `0 <= label < num_classes`, unless it equals `ignore_index`: the loss "
     "skips those positions (that is how padding is marked). Compare the whole tensor at once, then ask where the "
     "result is True.",

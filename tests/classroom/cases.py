@@ -38,6 +38,27 @@ L02 = [e for e in exercise_ids() if get_exercise(e).lesson == "02"]
 NBYTES, OTHER = "01.nbytes", next(e for e in L01 if e != "01.nbytes")
 LESSONS = sorted({get_exercise(e).lesson for e in exercise_ids()})
 
+
+def points_of(*ids: str) -> int:
+    """The points of these exercises together, full marks (as :mod:`course_utils.exercises` declares them)."""
+    return sum(get_exercise(e).points for e in ids)
+
+
+def marks(passed: dict[str, bool]) -> dict[str, int]:
+    """Exercise (and ``TOTAL``) -> points, as :meth:`Rows.points` gives them: each exercise of ``passed``
+    that passed earns its full points, each that did not earns 0."""
+    got = {e: points_of(e) if ok else 0 for e, ok in passed.items()}
+    return {**got, "TOTAL": sum(got.values())}
+
+
+def full(*ids: str) -> dict[str, int]:
+    """:func:`marks` with every exercise of ``ids`` passed."""
+    return marks(dict.fromkeys(ids, True))
+
+
+#: Full marks for lesson 01.
+L01_POINTS = points_of(*L01)
+
 #: Limits for :data:`BATCH`: short, so that its hangs end soon.
 SHORT_LIMITS = ["--timeout", "12", "--cell-timeout", "3", "--check-timeout", "2", "--memory-mb", "640"]
 LIMITS = ["--timeout", "20", "--cell-timeout", "10", "--check-timeout", "5", "--memory-mb", "640"]

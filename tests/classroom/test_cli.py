@@ -19,7 +19,8 @@ from course_utils.classroom import cli
 
 from nbtools import ROOT
 
-from .cases import BATCH, FIND, L01, LIMITS, SHORT_LIMITS, Rows, grade_subprocess, linux_only, run_cli, solved01, write
+from .cases import (BATCH, FIND, L01, L01_POINTS, LIMITS, SHORT_LIMITS, Rows, grade_subprocess, linux_only, run_cli,
+                    solved01, write)
 
 
 def test_the_batch_runs_and_writes_one_row_per_exercise_plus_a_total(batch):
@@ -155,7 +156,7 @@ def test_outputs_beside_the_inputs_are_fine_and_replace_an_old_csv_atomically(tm
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli("subs", "--out", "grades.csv", "--gradescope", "gs", *LIMITS)
     assert code == 0, err
-    assert Rows.read(old).points("subs/alice_01.ipynb")["TOTAL"] == len(L01)
+    assert Rows.read(old).points("subs/alice_01.ipynb")["TOTAL"] == L01_POINTS
     assert old.stat().st_mode & 0o777 == 0o640                     # the old file's permissions kept
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "gs", "subs"]  # no leftovers
 
@@ -173,7 +174,7 @@ def test_killing_the_grader_keeps_the_rows_already_graded_and_the_old_csv(tmp_pa
     assert out.read_text() == "yesterday's grades\n"  # replaced only by a finished batch
     [partial] = tmp_path.glob("grades.csv.*.partial")
     rows = Rows.read(partial)
-    assert rows.has_rows_of("a_solved.ipynb", L01) and rows.points("a_solved.ipynb")["TOTAL"] == len(L01)
+    assert rows.has_rows_of("a_solved.ipynb", L01) and rows.points("a_solved.ipynb")["TOTAL"] == L01_POINTS
 
 
 @linux_only

@@ -12,11 +12,12 @@ from course_utils import classroom
 from course_utils.classroom import grader
 from course_utils.exercises import get_exercise
 
-from .cases import L01, L02, LESSONS, NBYTES, OTHER, SMALL, WORKER, linux_only, solved01, write
+from .cases import (L01, L01_POINTS, L02, LESSONS, NBYTES, OTHER, SMALL, WORKER, full, linux_only, marks,
+                    solved01, write)
 
 
 def test_solved_notebook_gets_all_points(batch):
-    assert batch.rows.points("subs/solved.ipynb") == {"01.blank_like": 1, "01.nbytes": 1, "TOTAL": 2}
+    assert batch.rows.points("subs/solved.ipynb") == full("01.blank_like", "01.nbytes")
     assert batch.rows["subs/solved.ipynb", "TOTAL"]["passed"] == "true"
 
 
@@ -34,7 +35,7 @@ def test_unsolved_notebook_is_not_attempted(batch):
 
 
 def test_common_mistakes_get_the_checks_feedback(batch):
-    assert batch.rows.points("subs/mistakes.ipynb") == {"01.blank_like": 0, "01.nbytes": 1, "TOTAL": 1}
+    assert batch.rows.points("subs/mistakes.ipynb") == marks({"01.blank_like": False, "01.nbytes": True})
     assert "your zeros are on `cpu`" in batch.rows["subs/mistakes.ipynb", "01.blank_like"]["feedback"]
     assert "number of elements" in batch.rows["subs/mistakes2.ipynb", "01.nbytes"]["feedback"]
     assert "has dtype torch.int64" in batch.rows["subs/mistakes2.ipynb", "01.blank_like"]["feedback"]
@@ -42,7 +43,7 @@ def test_common_mistakes_get_the_checks_feedback(batch):
 
 
 def test_missing_answer_cell(batch):
-    assert batch.rows.points("subs/missing_cell.ipynb") == {"01.blank_like": 0, "01.nbytes": 1, "TOTAL": 1}
+    assert batch.rows.points("subs/missing_cell.ipynb") == marks({"01.blank_like": False, "01.nbytes": True})
     assert "answer cell missing" in batch.rows["subs/missing_cell.ipynb", "01.blank_like"]["feedback"].lower()
 
 
@@ -65,7 +66,7 @@ def test_a_file_with_no_lesson_at_all_takes_the_batchs_lesson(odd_batch):
 
 def test_a_link_is_its_own_submission(odd_batch):
     rows = odd_batch.rows
-    assert rows.points("solved.ipynb")["TOTAL"] == rows.points("zz_link_to_solved.ipynb")["TOTAL"] == len(L01)
+    assert rows.points("solved.ipynb")["TOTAL"] == rows.points("zz_link_to_solved.ipynb")["TOTAL"] == L01_POINTS
     assert "same file as solved.ipynb" in odd_batch.out  # the summary table says so
 
 
@@ -104,7 +105,7 @@ def test_the_time_limit_bounds_the_whole_submission(tmp_path, monkeypatch):
 # --- the grade belongs to the assignment --------------------------------------------------------------
 
 def test_a_notebook_is_graded_as_the_lesson_of_its_answer_cells_whatever_its_name(graded):
-    assert graded.rows.points("04_team_tensors.ipynb") == {"01.nbytes": 1, "01.blank_like": 1, "TOTAL": 2}
+    assert graded.rows.points("04_team_tensors.ipynb") == full("01.nbytes", "01.blank_like")
     l02 = graded.rows.points("01_tensors.ipynb")
     assert sorted(l02) == sorted(L02 + ["TOTAL"]) and l02["TOTAL"] == sum(get_exercise(e).points for e in L02)
     assert "graded as lesson 01, the lesson of its answer cells (its name says 04)" in graded.out
@@ -121,7 +122,7 @@ def test_forced_to_another_lesson_a_notebook_scores_nothing_and_says_why(tmp_pat
 
 
 def test_answer_cells_of_other_lessons_are_not_run(graded):
-    assert graded.rows.points("01_stray.ipynb") == {"01.nbytes": 1, "01.blank_like": 1, "TOTAL": 2}
+    assert graded.rows.points("01_stray.ipynb") == full("01.nbytes", "01.blank_like")
 
 
 # --- every failed row names its mistake ---------------------------------------------------------------

@@ -12,7 +12,7 @@ import torch
 import course_utils as cu
 from course_utils.classroom import integrity
 
-from .cases import COPIES_BY_COMPILE, SOL, linux_only
+from .cases import COPIES_BY_COMPILE, L01_POINTS, SOL, linux_only, marks, points_of
 
 
 # --- honest PyTorch is never tampering ------------------------------------------------------------
@@ -20,7 +20,8 @@ from .cases import COPIES_BY_COMPILE, SOL, linux_only
 def test_honest_extras_are_not_tampering(batch):
     """Seeds, default-device switches, warnings, magics, display(), nn.Module and self-checks are fine."""
     sub = "subs/honest_extras.ipynb"
-    assert batch.rows.points(sub)["TOTAL"] == 2, (batch.rows[sub, "01.nbytes"], batch.rows[sub, "01.blank_like"])
+    assert batch.rows.points(sub)["TOTAL"] == L01_POINTS, (batch.rows[sub, "01.nbytes"],
+                                                         batch.rows[sub, "01.blank_like"])
 
 
 @pytest.mark.parametrize("submission", ["dtype.ipynb", "compiled.ipynb"])
@@ -132,21 +133,21 @@ def test_words_are_not_the_reference(graded):
 @pytest.mark.parametrize("submission", ["ref_call.ipynb", "ref_lambda.ipynb", "ref_partial.ipynb", "ref_alias.ipynb",
                                         "ref_solution.ipynb", "ref_getsource.ipynb", "ref_exec_inside.ipynb"])
 def test_an_answer_that_is_or_calls_the_reference_earns_nothing(graded, submission):
-    assert graded.rows.points(submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert graded.rows.points(submission) == marks({"01.nbytes": False, "01.blank_like": True})
     assert "course reference solution" in graded.rows.feedback(submission, "01.nbytes")
 
 
 def test_a_class_that_builds_the_reference_earns_nothing(graded):
     assert graded.rows.points("06_scaler_new.ipynb")["06.scaler"] == 0
     assert "course reference solution" in graded.rows.feedback("06_scaler_new.ipynb", "06.scaler")
-    assert graded.rows.points("06_scaler_new.ipynb")["06.find_mismatches"] == 1
+    assert graded.rows.points("06_scaler_new.ipynb")["06.find_mismatches"] == points_of("06.find_mismatches")
 
 
 @pytest.mark.parametrize("how, used", [("sys", "sys._getframe"), ("inspect", "inspect.stack"),
                                        ("traceback", "tb_frame"), ("logging", "logging.currentframe")])
 def test_taking_a_frame_by_a_computed_name_earns_nothing(graded, how, used):
     submission = f"frames_{how}.ipynb"
-    assert graded.rows.points(submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert graded.rows.points(submission) == marks({"01.nbytes": False, "01.blank_like": True})
     assert (f"took a frame of the call stack while it ran (`{used}`)"
             in graded.rows.feedback(submission, "01.nbytes"))
 
@@ -155,7 +156,7 @@ def test_taking_a_frame_by_a_computed_name_earns_nothing(graded, how, used):
 def test_a_copy_of_the_reference_made_without_exec_earns_nothing(graded, how):
     """``compile(cu.solution(...))``, then ``types.FunctionType`` or ``f.__code__ = ...``."""
     submission = f"copy_{how}.ipynb"
-    assert graded.rows.points(submission) == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert graded.rows.points(submission) == marks({"01.nbytes": False, "01.blank_like": True})
     assert "course reference solution" in graded.rows.feedback(submission, "01.nbytes")
 
 
@@ -274,7 +275,7 @@ def test_pristine_torch_inside_and_the_learners_state_after():
 def test_running_out_of_memory_while_verifying_is_not_tampering(graded):
     """An answer cell that leaves no memory for the integrity check loses its own exercise, with the
     reason; the rest is graded."""
-    assert graded.rows.points("memory_hog.ipynb") == {"01.nbytes": 0, "01.blank_like": 1, "TOTAL": 1}
+    assert graded.rows.points("memory_hog.ipynb") == marks({"01.nbytes": False, "01.blank_like": True})
     assert "memory" in graded.rows.feedback("memory_hog.ipynb", "01.nbytes")
     assert "changes" not in graded.rows.feedback("memory_hog.ipynb", "TOTAL")
 

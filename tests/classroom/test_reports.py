@@ -11,7 +11,7 @@ import pytest
 
 from course_utils import classroom
 
-from .cases import L01, LIMITS, grade_in, linux_only, solved01, write
+from .cases import L01, L01_POINTS, LIMITS, grade_in, linux_only, points_of, solved01, write
 
 
 def _grade_of(submission: str, score: int) -> classroom.SubmissionGrade:
@@ -24,9 +24,10 @@ def _grade_of(submission: str, score: int) -> classroom.SubmissionGrade:
 def test_gradescope_export(batch):
     gs = batch.root / "gs"
     results = json.loads((gs / "subs%2Fmistakes.ipynb" / "results.json").read_text(encoding="utf-8"))
-    assert results["score"] == 1 and results["extra_data"] == {"submission": "subs/mistakes.ipynb"}
+    assert results["score"] == points_of("01.nbytes") and results["extra_data"] == {"submission": "subs/mistakes.ipynb"}
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] == [
-        ("01.blank_like", 0, 1, "failed"), ("01.nbytes", 1, 1, "passed")]
+        ("01.blank_like", 0, points_of("01.blank_like"), "failed"),
+        ("01.nbytes", points_of("01.nbytes"), points_of("01.nbytes"), "passed")]
     assert "your zeros are on" in results["tests"][0]["output"]
     assert [t["tags"] for t in results["tests"]] == [["01.ignored-input-device"], []]   # the mistake, as a tag
     for same_stem in ("subs%2Fsolved.ipynb", "subs%2Flate%2Fsolved.ipynb"):  # folders: the paths, encoded
@@ -69,7 +70,7 @@ def test_a_formula_in_a_file_name_is_escaped_in_a_real_batch(tmp_path):
     assert graded.code == 0, graded.err
     text = (tmp_path / "grades.csv").read_text(encoding="utf-8")
     assert all(line.startswith("\"'=HYPERLINK(") for line in text.splitlines()[1:])
-    assert graded.rows.points("'" + name)["TOTAL"] == len(L01)
+    assert graded.rows.points("'" + name)["TOTAL"] == L01_POINTS
 
 
 @linux_only

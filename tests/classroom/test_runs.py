@@ -11,7 +11,8 @@ from pathlib import Path
 from course_utils import classroom
 from course_utils.classroom import runs
 
-from .cases import FIND, L01, LIMITS, NBYTES, OTHER, SMALL, Rows, grade_subprocess, linux_only, solved01, write
+from .cases import (FIND, L01_POINTS, LIMITS, NBYTES, OTHER, SMALL, Rows, grade_subprocess, linux_only, marks,
+                    points_of, solved01, write)
 
 
 def test_tampering_whose_report_cannot_arrive_still_costs_the_whole_submission(batch):
@@ -24,27 +25,28 @@ def test_hangs_score_zero_with_a_timeout_reason(batch):
     cell, function = "subs/late/hang_cell.ipynb", "subs/late/hang_function.ipynb"
     assert "did not finish within 3 s" in batch.rows[cell, "01.nbytes"]["feedback"]
     assert "ran for more than 2 s" in batch.rows[function, "01.blank_like"]["feedback"]
-    assert batch.rows.points(cell)["TOTAL"] == batch.rows.points(function)["TOTAL"] == 1
+    assert batch.rows.points(cell)["TOTAL"] == points_of("01.blank_like")  # the hanging 01.nbytes earns 0
+    assert batch.rows.points(function)["TOTAL"] == points_of("01.nbytes")  # the hanging 01.blank_like earns 0
     hard = "subs/late/hang_hard.ipynb"  # swallows the cell limit: the process is killed, the rest regraded
     assert "ran well past its own time limit (3 s for a cell" in batch.rows[hard, "01.nbytes"]["feedback"]
-    assert batch.rows.points(hard) == {"01.blank_like": 1, "01.nbytes": 0, "TOTAL": 1}
+    assert batch.rows.points(hard) == marks({"01.blank_like": True, "01.nbytes": False})
 
 
 def test_crashes_cost_only_their_own_exercise(batch):
     exit_ = "subs/late/crash_exit.ipynb"
-    assert batch.rows.points(exit_) == {"01.blank_like": 1, "01.nbytes": 0, "TOTAL": 1}
+    assert batch.rows.points(exit_) == marks({"01.blank_like": True, "01.nbytes": False})
     assert "ended the Python process (exit code 1)" in batch.rows[exit_, "01.nbytes"]["feedback"]
     kill = batch.rows["subs/late/crash_kill.ipynb", "01.blank_like"]
     assert kill["points"] == "0" and "was being checked" in kill["feedback"] and "SIGKILL" in kill["feedback"]
-    assert batch.rows.points("subs/late/crash_kill.ipynb")["01.nbytes"] == 1
+    assert batch.rows.points("subs/late/crash_kill.ipynb")["01.nbytes"] == points_of("01.nbytes")
     assert "SIGSEGV" in batch.rows["subs/late/crash_segfault.ipynb", "01.blank_like"]["feedback"]
-    assert batch.rows.points("subs/late/crash_segfault.ipynb")["01.nbytes"] == 1
+    assert batch.rows.points("subs/late/crash_segfault.ipynb")["01.nbytes"] == points_of("01.nbytes")
 
 
 def test_memory_bombs_get_a_clean_zero(batch):
     cell = "subs/late/memory_cell.ipynb"
     assert "ran out of memory (the limit is 640 MB)" in batch.rows[cell, "01.nbytes"]["feedback"]
-    assert batch.rows.points(cell) == {"01.blank_like": 1, "01.nbytes": 0, "TOTAL": 1}
+    assert batch.rows.points(cell) == marks({"01.blank_like": True, "01.nbytes": False})
     growth = "subs/late/memory_growth.ipynb"
     assert "can't allocate memory" in batch.rows[growth, "01.nbytes"]["feedback"]  # 2 GB > the limit
     assert "ran out of memory" in batch.rows[growth, "01.blank_like"]["feedback"]
@@ -63,7 +65,7 @@ def test_a_fork_bomb_is_stopped(tmp_path):
     rows = {r.exercise: r for r in graded.rows}
     assert rows[NBYTES].points == 0
     assert f"started more than {runs.MAX_PROCESSES} processes" in rows[NBYTES].feedback
-    assert rows[OTHER].points == 1
+    assert rows[OTHER].points == points_of(OTHER)
 
 
 # --- a batch nothing can stop ------------------------------------------------------------------
@@ -83,7 +85,7 @@ def test_stopping_or_killing_the_workers_parents_does_not_stop_the_batch(tmp_pat
     killer = grades.pop("a4_kills_its_parent.ipynb")  # its own run's supervisor: the whole submission scores 0
     assert killer.points == 0 and "supervises this submission's run was killed" in killer.note, killer.rows
     for name, graded in grades.items():
-        assert graded.points == graded.max_points == len(L01), (name, graded.rows, graded.note)
+        assert graded.points == graded.max_points == L01_POINTS, (name, graded.rows, graded.note)
 
 
 @linux_only
@@ -93,7 +95,7 @@ def test_stopping_the_grader_does_not_stop_the_batch(tmp_path):
     done = grade_subprocess(tmp_path, ".", "--out", f"../{tmp_path.name}.csv", "--jobs", "1", *LIMITS, timeout=120)
     assert done.returncode == 0, done.stderr
     rows = Rows.read(tmp_path.parent / f"{tmp_path.name}.csv")
-    assert rows.points("a_stops_the_grader.ipynb")["TOTAL"] == rows.points("b_solved.ipynb")["TOTAL"] == len(L01)
+    assert rows.points("a_stops_the_grader.ipynb")["TOTAL"] == rows.points("b_solved.ipynb")["TOTAL"] == L01_POINTS
 
 
 @linux_only
