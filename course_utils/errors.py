@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 import traceback
 import urllib.parse
 from dataclasses import dataclass, field, replace
@@ -30,8 +31,8 @@ from typing import Any, Callable, Optional
 
 from .text import card, code_html
 
-__all__ = ["explain_error", "Explanation", "Family", "Reading", "Wording", "FAMILIES", "LESSONS", "FIELD_GUIDE",
-           "family"]
+__all__ = ["explain_error", "last_error", "Explanation", "Family", "Reading", "Wording", "FAMILIES", "LESSONS",
+           "FIELD_GUIDE", "family"]
 
 #: The appendix for problems no lesson teaches yet.
 FIELD_GUIDE = "08_field_guide"
@@ -52,20 +53,23 @@ LESSONS: dict[str, tuple[str, str]] = {
     "device-assert": (FIELD_GUIDE, "Device-side asserts"),
     "label-range": (FIELD_GUIDE, "Device-side asserts"),
     "module-prefix": (FIELD_GUIDE, "Checkpoints from DataParallel / DDP"),
-    "fork": (FIELD_GUIDE, "Going further (optional) › CUDA in DataLoader workers"),
-    "kernel-image": (FIELD_GUIDE, "Going further (optional) › A PyTorch built for other GPUs"),
-    "mps-op": (FIELD_GUIDE, "Going further (optional) › Operators MPS lacks"),
+    "fork": (FIELD_GUIDE, "CUDA in DataLoader workers"),
+    "kernel-image": (FIELD_GUIDE, "A PyTorch built for other GPUs"),
+    "mps-op": (FIELD_GUIDE, "Operators MPS lacks"),
     "index-device": ("06_mismatch_errors", "Going further (optional) › Indexing with an index on another device"),
     "mps-float64": ("04_cuda", "Going further (optional) › Apple's GPU (MPS) is not CUDA"),
     "lengths": (FIELD_GUIDE, "Going further (optional) › Sequence lengths stay on the CPU"),
     "no-cuda": ("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
     "ordinal": ("04_cuda", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
-    "map-location": ("06_mismatch_errors",
-                     "Going further (optional) › Loading a GPU checkpoint on a machine without one"),
+    "map-location": (FIELD_GUIDE, "Loading a GPU checkpoint without a GPU"),
     "weights-only": ("06_mismatch_errors",
                      "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
     "pin": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
+    "no-accelerator": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
+    "op-devices": ("06_mismatch_errors", "1. Meet the error"),
+    "cpu-scalars": ("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
     "leaf": ("03_to_device", "Going further (optional) › Training a tensor you moved"),
+    "sync-debug": ("07_transfer_cost", "Going further (optional) › Let PyTorch point at every synchronisation"),
     "generator": (FIELD_GUIDE, "Going further (optional) › Default devices, samplers and generators"),
     "meta-data": ("06_mismatch_errors",
                   "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
@@ -182,7 +186,9 @@ def _not_none(groups: dict) -> bool:
 
 #: The rule every device mismatch breaks (the first sentence of a mismatch's cause names the tensors).
 _RULE = ("PyTorch runs each operation on one device and does not move tensors for you (apart from a few "
-         "edges: a 0-dim CPU tensor in element-wise math, a CPU index in `x[idx]`), so the model's "
+         "edges: one 0-dim CPU tensor as an operand of a binary operation like `x * torch.tensor(2.0)`, 0-dim CPU "
+         "tensors in `torch.where`, and `torch.lerp`'s weight from 2.6, but not in `addcmul`, `clamp(min=t)` or "
+         "`addmm`; a CPU index in `x[idx]`), so the model's "
          "parameters, the input and anything made inside `forward` must all be on one device.")
 
 _GENERATOR_RULE = ("Usually `torch.set_default_device(\"cuda\")` is at work: a shuffling `DataLoader`'s sampler "
@@ -222,7 +228,30 @@ def _tailor_devices(r: Reading) -> Reading:
         if ordered:
             a, b = b, a   # keep the message's order
     rule = _RULE.split(", so ")[0] + "." if _no_model_in_sight(r) else _RULE
+    if _two_gpus(a, b):
+        said, fix = _two_gpus_detail(arg, a, b)
+        rule = _RULE.split(" (apart")[0] + "."
     return replace(r, arg=arg, a=a, b=b, fix=fix, cause=f"{said} {rule}" if said else r.cause)
+
+
+def _two_gpus(a: str, b: str) -> bool:
+    """Whether a mismatch is between two GPUs of one kind (``cuda:1`` and ``cuda:0``), not a GPU and the CPU."""
+    kinds = {d.split(":")[0] for d in (a, b)}
+    return bool(a and b) and a != b and len(kinds) == 1 and not kinds & {"cpu", "meta"}
+
+
+def _two_gpus_detail(arg: str, a: str, b: str) -> tuple[str, str]:
+    """(what the message says, the fix) for tensors on two GPUs: the CPU advice would not help."""
+    what = f"`{arg}` is on {a}, the other tensors on {b}" if arg else f"Your message names two GPUs, {a} and {b}"
+    said = (f"{what}: two GPUs of this machine, and one operation runs on one of them. Usually part of the work was "
+            "sent to a GPU by index (`\"cuda:1\"`) and the rest to plain `\"cuda\"`, which means the current GPU "
+            "(`torch.cuda.current_device()`, changed by `torch.cuda.set_device`), or a checkpoint saved on another GPU "
+            "was loaded without `map_location`.")
+    fix = ("Put the tensors of the failing line on one GPU: `x = x.to(y.device)` moves `x` to the GPU `y` is on "
+           "(`model.to(y.device)` for a model). Then name one device "
+           "once, `device = torch.device(\"cuda:0\")`, and use it everywhere (plain `\"cuda\"` follows "
+           "`torch.cuda.set_device`; `CUDA_VISIBLE_DEVICES` renumbers the GPUs). " + _SEE_WHERE)
+    return said, fix
 
 
 _MODULE_FRAME = re.compile(r"torch[/\\]nn[/\\]modules[/\\]")
@@ -279,6 +308,18 @@ def _tailor_no_device(r: Reading) -> Reading:
     return replace(r, cause=f"A `{kind}` has no `.device`: only tensors (and parameters and buffers) have one.",
                    fix="Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
                        "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
+
+
+def _tailor_no_cuda(r: Reading) -> Reading:
+    """A driver older than the CUDA the build needs: a GPU and a driver are there, the versions disagree."""
+    if "driver on your system is too old" not in r.line:
+        return r
+    return replace(r, cause="This PyTorch was built with a newer CUDA than your NVIDIA driver supports (the version "
+                            "in brackets is the newest CUDA the driver knows, 12080 = 12.8; `nvidia-smi` shows it as "
+                            "\"CUDA Version\"). The GPU is there, but `torch.cuda.is_available()` is False.",
+                   fix="Compare `nvidia-smi`'s \"CUDA Version\" with `torch.version.cuda`. Then either update the "
+                       "NVIDIA driver, or install a PyTorch built for an older CUDA (pytorch.org's selector, e.g. "
+                       "the cu126 index) that your driver supports.")
 
 
 def _tailor_lengths(r: Reading) -> Reading:
@@ -347,6 +388,48 @@ def _tailor_meta_data(r: Reading) -> Reading:
                             "effect.",
                    fix="Reset the default device before making and iterating the DataLoader: "
                        "`torch.set_default_device(None)`, and create tensors on a device with `device=` instead.")
+
+
+def _tailor_op_devices(r: Reading) -> Reading:
+    """SDPA's query/key/value, searchsorted's boundaries/values/sorter, cdist's X1/X2: which is where, and the
+    fix towards the accelerator."""
+    g = r.groups
+    if "q" in g:
+        devices = {"query": g["q"].lower(), "key": g["k"].lower(), "value": g["v"].lower()}
+        target = next((d for d in devices.values() if not _host(d)), devices["query"])
+        away = [n for n, d in devices.items() if d != target]
+        where = ", ".join(f"{n} on {d}" for n, d in devices.items())
+        moves = " and ".join(f"`{n} = {n}.to(\"{target}\")`" for n in away)
+        return replace(r, arg=away[0] if len(away) == 1 else "", a=devices[away[0]] if away else "", b=target,
+                       cause=f"`F.scaled_dot_product_attention` (the attention inside `nn.MultiheadAttention` and "
+                             f"`nn.TransformerEncoderLayer` too) got {where}: all three must be on one device.",
+                       fix=(f"Put all three on {target}: {moves}. " if away else "")
+                       + "Usually one of them was made from a tensor that was never moved (the input, a cache, a "
+                         "table kept as a plain attribute): move the input with `x = x.to(device)`, keep a module's "
+                         "tensors in buffers (`self.register_buffer(...)`) so `model.to(device)` moves them, and make "
+                         "an `attn_mask` on the query's device (`device=q.device`).")
+    if "x1" in g or "i1" in g:
+        x1, x2 = (g["x1"].lower(), g["x2"].lower()) if "x1" in g else (f"cuda:{g['i1']}", f"cuda:{g['i2']}")
+        moved, other = ("x1", "x2") if _host(x1) and not _host(x2) else ("x2", "x1")
+        return replace(r, arg=moved, a=x1 if moved == "x1" else x2, b=x2 if moved == "x1" else x1,
+                       cause=f"`torch.cdist(x1, x2)` got `x1` on {x1} and `x2` on {x2}: both sets of points must be "
+                             "on one device (for large inputs cdist checks this itself, in words of its own).",
+                       fix=f"Move one to the other: `{moved} = {moved}.to({other}.device)`, or create both on your "
+                           "device (`device=device`).")
+    if g.get("sorter"):
+        return replace(r, arg="sorter", cause=f"`torch.searchsorted(..., sorter=s)` got the sorter on {r.a} and the "
+                                              f"sorted boundaries on {r.b} (this message calls them \"input value "
+                                              "tensor\"): the sorter must be where the boundaries are.",
+                       fix="Make the sorter where the boundaries are: `sorter = sorter.to(boundaries.device)`, or "
+                           "`sorter = boundaries.argsort()`.")
+    if r.a and r.b:
+        fix = ("Move the boundaries to the values' device: `boundaries = boundaries.to(values.device)`."
+               if _host(r.b) and not _host(r.a) else
+               "Move the values where the boundaries are: `values = values.to(boundaries.device)`.")
+        cause = (f"`torch.searchsorted(boundaries, values)` (or `torch.bucketize`) got the boundaries on {r.b} and "
+                 f"the values on {r.a}: both must be on one device.")
+        return replace(r, arg="input", cause=cause, fix=fix)
+    return r
 
 
 # --- the catalogue ---------------------------------------------------------------------------------------
@@ -472,6 +555,11 @@ FAMILIES: tuple[Family, ...] = (
                  "attribute); 2.13 checked",
                  "masked_fill__cuda, aten/src/ATen/native/cuda/Indexing.cu (and masked_fill__mps): the format's "
                  "prefix verbatim in libtorch_cpu.so 2.13"),
+         Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!",
+                 "two GPUs in one element-wise operation (multi-GPU machines); the TensorIterator format above, "
+                 "2.13 checked",
+                 "compute_types, aten/src/ATen/TensorIterator.cpp: the first GPU met, then the odd one; prefix "
+                 "verbatim in libtorch_cpu.so 2.13"),
          Wording("Tensor on device cpu is not on the expected device meta!", _ALL,
                  "real run (2.7, 2.13); torch/_prims_common/__init__.py in 2.7, 2.8, 2.14")),
         "One operation got tensors that live on different devices. " + _RULE,
@@ -496,6 +584,61 @@ FAMILIES: tuple[Family, ...] = (
         "Check each tensor in the failing line (`t.device`, or `cu.explain_devices(model, {\"x\": x})`) and put "
         "them on one device, usually `x = x.to(device)`. If they already are, the operation has no kernel for "
         "that device: run that step on the CPU (`.cpu()`, then move the result back)."),
+    Family(
+        "op-devices", "An operation's own device check: its inputs on different devices",
+        (r"Expected query, key, and value to have the same device type, but got query\.device: (?P<q>" + _DEV
+         + r"),? key\.device: (?P<k>" + _DEV + r"),? and value\.device: (?P<v>" + _DEV + r")",
+         r"Expected query, key, and value to have the same device type",
+         r"torch\.searchsorted\(\): boundaries and input value tensors should have same device type, but got "
+         r"boundaries tensor device type (?P<b>" + _DEV + r") and input value tensor device type (?P<a>" + _DEV + r")",
+         r"torch\.searchsorted\(\): (?P<sorter>sorter) and boundary tensors should have same device type, but got "
+         r"sorter tensor device type (?P<a>" + _DEV + r") and input value tensor device type (?P<b>" + _DEV + r")",
+         r"X1 and X2 must have the same device type\. X1: (?P<x1>\w+) X2: (?P<x2>\w+)",
+         r"device of X1 \((?P<i1>-?\d+)\) must match device of X2 \((?P<i2>-?\d+)\)"),
+        (Wording("Expected query, key, and value to have the same device type, but got query.device: cuda:0 "
+                 "key.device: cpu and value.device: cpu instead.",
+                 "`F.scaled_dot_product_attention` (2.x), also inside `nn.TransformerEncoderLayer` and "
+                 "`nn.MultiheadAttention`'s fast path; 2.13 checked",
+                 "validate_sdpa_input, aten/src/ATen/native/transformers/attention.cpp: prefix verbatim in "
+                 "libtorch_cpu.so 2.13; real run with `meta` (2.13): \"query.device: cpu key.device: meta and "
+                 "value.device: meta instead.\""),
+         Wording("torch.searchsorted(): sorter and boundary tensors should have same device type, but got sorter "
+                 "tensor device type cpu and input value tensor device type cuda:0",
+                 "`torch.searchsorted(..., sorter=...)` with the sorter elsewhere (\"input value tensor\" there names "
+                 "the boundaries: PyTorch's wording); 2.13 checked",
+                 "searchsorted_pre_check, aten/src/ATen/native/BucketizationUtils.h: format pieces in libtorch_cpu.so "
+                 "2.13 (the sorter is a keyword argument, so CUDA's generated per-argument check does not see it)"),
+         Wording("torch.searchsorted(): boundaries and input value tensors should have same device type, but got "
+                 "boundaries tensor device type cuda:0 and input value tensor device type cpu",
+                 "`torch.searchsorted` / `torch.bucketize` where no generated check speaks first (on CUDA the "
+                 "per-argument check names `self` instead: wrapper_CUDA_Tensor_searchsorted); 2.13 checked",
+                 "searchsorted_pre_check, BucketizationUtils.h: format pieces in libtorch_cpu.so 2.13"),
+         Wording("X1 and X2 must have the same device type. X1: cuda X2: cpu",
+                 "`torch.cdist` with p=2 and more than 25 rows (or compute_mode=\"use_mm_for_euclid_dist\"), which "
+                 "skips the per-argument check of wrapper_CUDA___cdist_forward; device types only, no index; "
+                 "2.13 checked",
+                 "cdist_impl, aten/src/ATen/native/Distance.cpp: prefix in libtorch_cpu.so 2.13; real run with `meta` "
+                 "(2.13): \"X1: cpu X2: meta\""),
+         Wording("device of X1 (0) must match device of X2 (1)",
+                 "`torch.cdist` on two GPUs, the same path; 2.13 checked",
+                 "cdist_impl, Distance.cpp: format pieces in libtorch_cpu.so 2.13")),
+        "One operation got inputs on different devices, and it checks them itself, in words of its own.",
+        "Put every input of that call on one device, usually the model's: `t = t.to(device)` for the one that is "
+        "elsewhere. " + _SEE_WHERE,
+        tailor=_tailor_op_devices),
+    Family(
+        "cpu-scalars", "Two 0-dim CPU tensors in one GPU operation",
+        (r"Trying to pass too many CPU scalars to non-CPU kernel",),
+        (Wording("Trying to pass too many CPU scalars to non-CPU kernel!",
+                 "CUDA (any accelerator), element-wise operations; 2.13 checked (the same check in 1.x copies of the "
+                 "source)",
+                 "compute_types, aten/src/ATen/TensorIterator.cpp (max_cpu_scalars_on_non_cpu is 1): verbatim in "
+                 "libtorch_cpu.so 2.13"),),
+        "An element-wise GPU kernel reads one 0-dim CPU tensor as if it were a number, and only one: here two "
+        "0-dim CPU tensors met in an operation that runs on the GPU, e.g. `torch.add(a, b, out=y)` with `a` and `b` "
+        "0-dim CPU tensors and `y` on the GPU.",
+        "Make them numbers, `a.item()`, or create them on the GPU: `torch.tensor(2.0, device=device)` (or "
+        "`a = a.to(device)`). A number in Python (`x * 2.0`) never needs a device."),
     Family(
         "data-parallel", "DataParallel with its model off `device_ids[0]`",
         (r"module must have its parameters and buffers on device (?P<b>" + _DEV + r") \(device_ids\[0\]\) but found "
@@ -789,23 +932,67 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "no-cuda", "No CUDA in this PyTorch or on this machine",
         (r"Torch not compiled with CUDA enabled", r"Found no NVIDIA driver", r"No CUDA GPUs are available",
-         r"Cannot access accelerator device when none is available"),
+         r"The NVIDIA driver on your system is too old"),
         (Wording("Torch not compiled with CUDA enabled", "builds without CUDA (an AssertionError); " + _ALL,
                  _TORCH_CUDA + " in 2.7, 2.8, 2.14; real run (2.13 CPU build)"),
          Wording("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
                  "driver from http://www.nvidia.com/Download/index.aspx", "CUDA builds on a machine without a driver",
                  "real run (2.7 CUDA build without a GPU); in libc10_cuda.so 2.7, 2.8, 2.14"),
+         Wording("The NVIDIA driver on your system is too old (found version 12080). Please update your GPU driver by "
+                 "downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
+                 "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with "
+                 "your version of the CUDA driver.",
+                 "CUDA builds whose CUDA is newer than the driver (the found version is the driver's CUDA, 12080 = "
+                 "12.8); 2.x CUDA builds (not in the CPU wheel checked here: read in PyTorch's source, and quoted "
+                 "verbatim in learner reports from 2.7 and 2.11)",
+                 "device_count_impl, c10/cuda/CUDAFunctions.cpp (the same text since 1.x); torch.cuda.is_available() "
+                 "turns it into a warning, `CUDA initialization: The NVIDIA driver ...`, and returns False"),
          Wording("No CUDA GPUs are available", "CUDA builds with a driver but no usable GPU "
-                 "(e.g. CUDA_VISIBLE_DEVICES names none)", "in libc10_cuda.so 2.7, 2.8, 2.14"),
-         Wording("Cannot access accelerator device when none is available.",
-                 "CPU-only builds: `pin_memory()`; " + _ALL,
-                 "real run (2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14")),
-        "The code asks for CUDA (`.cuda()`, `device=\"cuda\"`, `pin_memory()`), but this PyTorch was built "
-        "without CUDA, or this machine has no NVIDIA GPU or driver: `torch.cuda.is_available()` is False.",
+                 "(e.g. CUDA_VISIBLE_DEVICES names none)", "in libc10_cuda.so 2.7, 2.8, 2.14")),
+        "The code asks for CUDA (`.cuda()`, `device=\"cuda\"`, `torch.cuda` calls; on a CUDA build also "
+        "`pin_memory()`), but this PyTorch was built without CUDA, or this machine has no NVIDIA GPU or driver: "
+        "`torch.cuda.is_available()` is False.",
         "Write device-agnostic code: `device = torch.accelerator.current_accelerator() if "
         "torch.accelerator.is_available() else torch.device(\"cpu\")` (or `cu.best_device()`), then "
         "`.to(device)`. For a GPU: on Colab, Runtime -> Change runtime type; on your machine, install a CUDA "
-        "build of PyTorch."),
+        "build of PyTorch.",
+        tailor=_tailor_no_cuda),
+    Family(
+        "no-accelerator", "No accelerator for pinned memory or `torch.accelerator`",
+        (r"Cannot access accelerator device when none is available",
+         r"pin_memory=True requires a CUDA or other accelerator backend",
+         r"Need to provide pin_memory allocator to use pin memory",
+         r"'pin_memory' argument is set as true but no accelerator is found"),
+        (Wording("Cannot access accelerator device when none is available.",
+                 "builds with no accelerator (CPU-only builds): `t.pin_memory()`, `untyped_storage().pin_memory()` and "
+                 "the `torch.accelerator` calls that act on the current device (`current_device_index()`, "
+                 "`set_device_index()`, `synchronize()`, `current_stream()`, `memory_allocated()`, `empty_cache()`); "
+                 "never `.cuda()` or `device=\"cuda\"`; " + _ALL,
+                 "getAccelerator(checked=true), aten/src/ATen/DeviceAccelerator.cpp; real run of each call named "
+                 "(2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14"),
+         Wording("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory allocator is "
+                 "available on this system.",
+                 "CPU-only builds: a factory with `pin_memory=True` (`torch.empty`, `torch.zeros`, `torch.tensor`...); "
+                 "2.13 checked (which release replaced the wording below was not checked)",
+                 "GetCPUAllocatorMaybePinned, aten/src/ATen/EmptyTensor.cpp: verbatim in libtorch_cpu.so 2.13; real "
+                 "run: torch.empty(3, pin_memory=True) (2.13 CPU build)"),
+         Wording("Need to provide pin_memory allocator to use pin memory.",
+                 "the same call in earlier 2.x and 1.x (the wording before; learner reports)",
+                 "GetCPUAllocatorMaybePinned, EmptyTensor.cpp, in older copies of PyTorch's source; absent from "
+                 "libtorch_cpu.so 2.13"),
+         Wording("'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't "
+                 "be used.",
+                 "`DataLoader(..., pin_memory=True)` without an accelerator: a UserWarning, and the batches come "
+                 "unpinned; 2.13 checked",
+                 "_BaseDataLoaderIter.__init__, torch/utils/data/dataloader.py (2.13); real run (2.13 CPU build)")),
+        "Pinned (page-locked) memory exists for fast copies to an accelerator, and some `torch.accelerator` calls "
+        "act on the current accelerator; this PyTorch has none to use (a CPU-only build; a CUDA build without a GPU "
+        "usually passes on the driver's message instead). `.cuda()` and `device=\"cuda\"` never print this: on a "
+        "CPU-only build they say `Torch not compiled with CUDA enabled`.",
+        "Pin and ask only where there is an accelerator: `if torch.accelerator.is_available(): x = x.pin_memory()`, "
+        "and `pin_memory=torch.accelerator.is_available()` for a factory or a `DataLoader`. "
+        "`torch.accelerator.is_available()`, `device_count()` and `current_accelerator()` are safe everywhere "
+        "(False, 0, None). For a GPU, install a PyTorch build for it (Colab: Runtime -> Change runtime type)."),
     Family(
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),
@@ -878,6 +1065,23 @@ FAMILIES: tuple[Family, ...] = (
         "first and ask for grad after: `w = torch.randn(3).to(device).requires_grad_()`. For a model, "
         "`model.to(device)` keeps its parameters leaves."),
     Family(
+        "sync-debug", "A synchronising CUDA call, reported by the sync debug mode",
+        (r"called a synchronizing CUDA operation",),
+        (Wording("called a synchronizing CUDA operation",
+                 "CUDA, with `torch.cuda.set_sync_debug_mode(\"warn\")` (a UserWarning) or `\"error\"` (a "
+                 "RuntimeError); 2.x CUDA builds (not in the CPU wheel checked here)",
+                 "warn_or_error_on_sync, c10/cuda/CUDAFunctions.cpp (read in PyTorch's source)"),
+         Wording("called a synchronizing CUDA operation (Triggered internally at "
+                 "/pytorch/c10/cuda/CUDAFunctions.cpp:NNN.)",
+                 "the warning's form (\"warn\" mode): TORCH_WARN adds where it was raised; 2.x CUDA builds",
+                 "TORCH_WARN in warn_or_error_on_sync, c10/cuda/CUDAFunctions.cpp; the suffix as other TORCH_WARN "
+                 "messages of this file show it (`CUDA initialization: ...`)")),
+        "You turned on `torch.cuda.set_sync_debug_mode`, and a call made the CPU wait for the GPU: `.item()`, "
+        "`.cpu()`, `print(t)`, a device-to-host copy, `torch.cuda.synchronize()`, a boolean mask's `nonzero`...",
+        "Keep the synchronisations you need (a loss printed every 100 steps) and move the others out of the loop: "
+        "accumulate on the device (`total += loss.detach()`) and read once at the end. Set the mode back with "
+        "`torch.cuda.set_sync_debug_mode(0)`."),
+    Family(
         "generator", "Generator on the wrong device (often a default device and a DataLoader)",
         (r"Expected a '(?P<b>\w+)' device type for generator but found '(?P<a>\w+)'",
          r"(?P<meta>META) device type not an accelerator"),
@@ -933,6 +1137,7 @@ class Explanation:
         op: the operation the message names (``"wrapper_CUDA_addmm"``...), or ``""``.
         devices: the devices the message names, odd one first when it says which.
         device_problem: False for the errors the course teaches next to device problems.
+        note: what to say instead of "not an error the course knows" (``explain_error()`` with no error yet).
     """
 
     known: bool
@@ -946,6 +1151,7 @@ class Explanation:
     op: str = ""
     devices: tuple[str, ...] = ()
     device_problem: bool = True
+    note: str = ""
 
     @property
     def heading(self) -> str:
@@ -954,6 +1160,8 @@ class Explanation:
 
     def text(self) -> str:
         """Plain text for terminals and logs."""
+        if not self.known and self.note:
+            return self.note
         if not self.known:
             return ("Not an error the course knows: " + (f"“{self.message}”. " if self.message else "")
                     + "This explainer recognises the device problems the course teaches (tensors on different "
@@ -1034,24 +1242,108 @@ def _text_of(error: Any) -> str:
     return _safe_str(error)
 
 
-def explain_error(error: Any) -> Explanation:
+#: what ``explain_error()`` says when there is no error to explain
+_NO_LAST_ERROR = ("No error to explain yet: `cu.explain_error()` with nothing in the brackets explains the last error "
+                  "this session raised, and none has been raised. Run the cell that fails, then call it again, or "
+                  "pass the error: `cu.explain_error(error)` (an exception, or the message you copied).")
+
+_LAST = object()   # the default of explain_error's argument: "the last error"
+
+
+def last_error() -> Optional[BaseException]:
+    """The error :func:`explain_error` explains when called with no argument, or ``None``.
+
+    In order: the exception being handled (a call inside an ``except`` block), then the last one that went
+    uncaught, which IPython and Jupyter record after the failing cell (``sys.last_exc`` from Python 3.12,
+    ``sys.last_value`` before and beside it), as the plain Python prompt does.
+    """
+    for candidate in (sys.exc_info()[1], getattr(sys, "last_exc", None), getattr(sys, "last_value", None)):
+        if isinstance(candidate, BaseException):
+            return candidate
+    return None
+
+
+def explain_error(error: Any = _LAST) -> Explanation:
     """Explain an error the course teaches: its cause, its fix and the lesson that teaches it.
+
+    ::
+
+        cu.explain_error()          # the last error: the one the cell above raised (or the one being handled)
+        cu.explain_error(error)     # this one
 
     Args:
         error: an exception, or the text you copied: a bare message, a part of one, or a whole
             traceback, from any PyTorch version, any device. Bytes and other objects are read as text.
+            Left out: the last error (see :func:`last_error`): in a notebook, the one the last failing
+            cell raised. When there is none yet, the explanation says so (``.known`` is False).
 
     Returns:
         An :class:`Explanation`. ``.known`` is False for anything the course does not explain (dtype
         and shape errors included): it says so instead of guessing. It never raises.
     """
+    if error is _LAST:
+        try:
+            error = last_error()
+        except Exception:
+            error = None
+        if error is None:
+            return Explanation(known=False, note=_NO_LAST_ERROR)
     try:
         text = _text_of(error)
         if len(text) > _MAX_CHARS:
             text = text[-_MAX_CHARS:]
-        return _explain(_ANSI.sub("", text) if "\x1b" in text else text)
+        found = _explain(_ANSI.sub("", text) if "\x1b" in text else text)
+        if found.key in ("devices", "no-kernel") and isinstance(error, BaseException):
+            found = _tailor_plain_list(found, error)
+        return found
     except Exception:  # the explainer must never be the thing that fails
         return Explanation(known=False)
+
+
+def _is_module(value: Any) -> bool:
+    """Whether ``value`` is an ``nn.Module`` (read without importing torch: this module imports none of it)."""
+    return any(c.__name__ == "Module" and c.__module__ == "torch.nn.modules.module" for c in type(value).__mro__)
+
+
+def _plain_layers(error: BaseException) -> list[tuple[str, str, str]]:
+    """(owner class, attribute, container type) of each plain list/tuple/dict of layers held by a module whose
+    ``forward`` (or a method) is in the traceback, when those layers are not registered in that module."""
+    out: list[tuple[str, str, str]] = []
+    tb = error.__traceback__
+    seen: set[int] = set()
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        tb = tb.tb_next
+        if owner is None or id(owner) in seen or not _is_module(owner):
+            continue
+        seen.add(id(owner))
+        try:
+            registered = {id(m) for m in owner.modules()}
+            for attr, value in vars(owner).items():
+                items = list(value.values()) if isinstance(value, dict) else value
+                if isinstance(value, (list, tuple, dict)) and any(
+                        _is_module(v) and id(v) not in registered for v in items):
+                    out.append((type(owner).__name__, attr, type(value).__name__))
+        except Exception:
+            continue
+    return out
+
+
+def _tailor_plain_list(found: Explanation, error: BaseException) -> Explanation:
+    """A mismatch raised in a model that keeps layers in a plain list: the culprit, and the fix, are those layers."""
+    layers = _plain_layers(error)
+    if not layers:
+        return found
+    owner, attr, kind = layers[0]
+    wrapper = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+    cause = (f"`{owner}.{attr}` is a plain Python {kind} of layers. `Module.to` moves only registered parameters, "
+             f"buffers and submodules and does not look inside a {kind}, so `model.to(device)` left those layers "
+             "where they were made (the CPU) while the rest moved, and `model.parameters()` misses them too. In "
+             "`forward` their weights meet tensors on the other device.")
+    fix = (f"Register them: in `__init__`, `self.{attr} = {wrapper}(...)` around the same layers, then "
+           "`model.to(device)` again, and create the optimizer after that (it never saw these parameters). "
+           "`cu.explain_devices(model, {\"x\": x})` lists each layer in a plain container.")
+    return replace(found, cause=cause, fix=fix)
 
 
 def _explain(text: str) -> Explanation:

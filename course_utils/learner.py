@@ -6,6 +6,7 @@ answer a quiz, read a hint, see the solution, check an exercise and keep the pro
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 from . import misconceptions, store
@@ -33,11 +34,38 @@ def answer(quiz_id: str, choice: Any) -> Outcome:
     return outcome
 
 
+def hints(exercise_id: str, code: str | None = None) -> tuple[str, ...]:
+    """The hints of an exercise as they fit the learner now, gentlest first.
+
+    A lesson module may map an exercise's misconception codes to the hint that answers that mistake, in a
+    module-level ``HINT_FOR = {exercise id: {code: hint}}`` beside the check (see lesson 01). When the learner's
+    last check of the exercise in this session (:func:`course_utils.store.session_codes`, or ``code`` when given)
+    named such a code, that hint takes the place of the first (the gentlest) and the others follow as written;
+    otherwise they are the exercise's hints as written (whose first must then be right whatever the learner did).
+    """
+    ex = get_exercise(exercise_id)
+    if code is None:
+        code = store.session_codes().get(exercise_id, "")
+    fitting = _hint_for(ex).get(code) if code else None
+    if not fitting:
+        return ex.hints
+    return (fitting,) + ex.hints[1:]
+
+
+def _hint_for(ex: Any) -> dict[str, str]:
+    """The lesson's ``HINT_FOR`` entry for ``ex``: misconception code -> the hint that answers it."""
+    module = sys.modules.get(getattr(ex.reference, "__module__", ""))
+    table = getattr(module, "HINT_FOR", None)
+    entry = table.get(ex.id) if isinstance(table, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
 def hint(exercise_id: str, number: int = 1) -> str:
-    """Hint ``number`` (1 = gentlest) for an exercise."""
-    hints = get_exercise(exercise_id).hints
-    number = max(1, min(number, len(hints)))
-    return f"Hint {number}/{len(hints)}: {hints[number - 1]}"
+    """Hint ``number`` (1 = gentlest) for an exercise; the first answers the mistake the last check named, where
+    the lesson has a hint for it (:func:`hints`)."""
+    shown = hints(exercise_id)
+    number = max(1, min(number, len(shown)))
+    return f"Hint {number}/{len(shown)}: {shown[number - 1]}"
 
 
 def solution(exercise_id: str, force: bool = False) -> str:

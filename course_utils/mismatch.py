@@ -365,9 +365,15 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         wrong = status_of(t) == MISMATCH
         report.entries.append(_entry("plain attribute", name, t, MISMATCH if wrong else WARNING,
                                      "plain tensor attribute: Module.to does not move it"))
-    for name, what in unregistered:
-        report.entries.append(Entry("unregistered module", name, "", "", what, WARNING,
+    for name, layer in unregistered:
+        inside = _module_tensors(layer) if isinstance(layer, nn.Module) else []
+        report.entries.append(Entry("unregistered module", name, "", "", type(layer).__name__, WARNING,
                                     "module in a plain list/dict: Module.to does not see it"))
+        for tname, t in inside:   # its tensors, where Module.to left them
+            wrong = status_of(t) == MISMATCH
+            report.entries.append(_entry("unregistered module", f"{name}.{tname}", t, MISMATCH if wrong else WARNING,
+                                         f"in a plain list/dict: Module.to left it on {t.device}" if wrong else
+                                         "in a plain list/dict: will not follow Module.to"))
     for name, owner, *kind in losses:
         for tname, t in _module_tensors(owner):
             status = status_of(t)
@@ -426,7 +432,7 @@ def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory
         if f.role in lists:
             lists[f.role].append((f.name, f.value))
         elif f.role == inventory.UNREGISTERED:
-            unregistered.append((f.name, type(f.value).__name__))
+            unregistered.append((f.name, f.value))
     return params, buffers, plain, unregistered
 
 
@@ -596,6 +602,11 @@ def _loss_modules(loss: Any) -> list:
     return [("loss", loss)] if isinstance(loss, nn.Module) else []
 
 
+def _inside_container(name: str, container: str) -> bool:
+    """Whether ``name`` (``layers[0].weight``) is inside the plain container ``container`` (``layers``)."""
+    return name.startswith(container + "[")
+
+
 def _module_tensors(module: nn.Module) -> list:
     """A loss module's parameters and buffers (``weight``, ``pos_weight``...) and plain tensor attributes."""
     try:
@@ -669,9 +680,18 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
                 out.append(f"'{e.name}'{in_owner} is a plain tensor attribute: `Module.to` does not move it. "
                            f"In `__init__`, write `self.register_buffer(\"{attr}\", tensor)` instead "
                            "(add `persistent=False` to keep it out of the state_dict).")
-        elif e.kind == "unregistered module":
-            out.append(f"'{e.name}' is a module inside a plain list or dict: `Module.to` never sees its "
-                       "parameters. Use `nn.ModuleList` or `nn.ModuleDict`.")
+        elif e.kind == "unregistered module" and not e.device:   # the module's row; its tensors' rows follow
+            container, _, _ = e.name.partition("[")
+            wrapper = "nn.ModuleDict" if "['" in e.name else "nn.ModuleList"
+            if any(s.startswith(f"'{container}[") for s in out):
+                continue                                          # one fix per plain container
+            where_now = sorted({x.device for x in report.entries if x.kind == "unregistered module" and x.device
+                                and _inside_container(x.name, container)})
+            left = f" (its layers are on {', '.join(where_now)})" if where_now else ""
+            out.append(f"'{container}[...]' holds layers in a plain list or dict: `Module.to` never sees their "
+                       f"parameters{left}, and `model.parameters()` (so the optimizer) misses them. In `__init__`, "
+                       f"write `self.{container.rpartition('.')[2]} = {wrapper}(...)` around the same layers, then "
+                       "move the model again and create the optimizer after.")
     moved_whole = []
     for mover in movers:    # a batch with its own `.to` (a BatchEncoding) moves in one call
         inside = [e for e in report.entries if e.kind == "input" and e.status == MISMATCH and _inside(e.name, mover)]

@@ -103,8 +103,9 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
         status.value = _announced(status_html(new))
 
     def on_hint(_: Any) -> None:
-        shown["hints"] = min(shown["hints"] + 1, len(ex.hints))
-        items = "".join(f"<li>{code_html(h)}</li>" for h in ex.hints[: shown["hints"]])
+        fitting = learner.hints(exercise_id)   # the first answers the mistake the last check named, if it can
+        shown["hints"] = min(shown["hints"] + 1, len(fitting))
+        items = "".join(f"<li>{code_html(h)}</li>" for h in fitting[: shown["hints"]])
         extra.value = _announced(f"<ol class='course-hints'>{items}</ol>")
 
     def on_solution(_: Any) -> None:

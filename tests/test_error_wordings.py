@@ -137,3 +137,26 @@ def test_the_collector_reads_spans_blocks_and_declared_messages():
 ])
 def test_matching_allows_elisions_and_version_labels_and_nothing_else(quote, key):
     assert catalogue_match(quote, CATALOGUE) == key
+
+
+@pytest.mark.parametrize("quote, key", [
+    ("Expected query, key, and value to have the same device type, but got query.device: cuda:0 key.device: cpu and "
+     "value.device: cpu instead.", "op-devices"),
+    ("torch.searchsorted(): sorter and boundary tensors should have same device type, but got sorter tensor device "
+     "type cpu and input value tensor device type cuda:0", "op-devices"),
+    ("X1 and X2 must have the same device type. X1: cuda X2: cpu", "op-devices"),
+    ("Trying to pass too many CPU scalars to non-CPU kernel!", "cpu-scalars"),
+    ("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory allocator is available on this "
+     "system.", "no-accelerator"),
+    ("Cannot access accelerator device when none is available.", "no-accelerator"),
+    ("'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't be used.",
+     "no-accelerator"),
+    ("Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!", "devices"),
+])
+def test_gpu_wordings_of_round_3_are_listed_documented_and_explained(quote, key):
+    assert catalogue_match(quote, CATALOGUE) == key
+    assert catalogue_match(quote, [(key, DOCS)]) == key, "run scripts/error_index.py"
+    e = explain_error("RuntimeError: " + quote)
+    assert e.known and e.key == key and e.fix and e.lesson
+    versions = [w.versions for f in FAMILIES if f.key == key for w in f.wordings if _flat(w.text) == _flat(quote)]
+    assert versions and re.search(r"\b2\.\d+\b", versions[0]), "each wording says which versions print it"

@@ -19,7 +19,7 @@ from nbtools import NOTEBOOK_DIR, ROOT, load
 
 #: Families whose message has had a single wording in every PyTorch checked (they are still tested as a
 #: bare message, a traceback, and with other numbers).
-ONE_WORDING = {"mps-oom", "fork", "mps-float64", "data-parallel", "no-device", "no-kernel"}
+ONE_WORDING = {"mps-oom", "fork", "mps-float64", "data-parallel", "no-device", "no-kernel", "cpu-scalars"}
 
 ALL_WORDINGS = [(f.key, w.text) for f in FAMILIES for w in f.wordings]
 
@@ -653,3 +653,266 @@ def test_the_html_view_shows_the_fix_first_and_the_rest_on_request():
     assert page.index("Device error") < fix < opened < page.index("<b>Cause:</b>") < page.index("</details>")
     assert opened < page.index("Your variables on these devices") < page.index("</details>")
     assert page.count("course-error-help") == 1
+
+
+# --- issue 38: the plain-list culprit, the driver too old, every quoted wording known ------------------
+
+def test_a_layer_in_a_plain_list_gets_a_tailored_answer():
+    from torch import nn
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(4, 2)]
+
+        def forward(self, x):
+            return self.layers[0](x)
+
+    stack = Stack().to("meta")
+    try:
+        stack(torch.randn(3, 4, device="meta"))
+    except Exception as error:
+        told = explain_error(error)
+    assert told.known and "`Stack.layers` is a plain Python list" in told.cause
+    assert "nn.ModuleList" in told.fix and "model.to(\"meta\")" not in told.fix
+    report = cu.explain_devices(stack, device="meta")
+    assert report.mismatches == ["layers[0].bias", "layers[0].weight"]
+    assert "self.layers = nn.ModuleList(...)" in report.text()
+
+
+def test_registered_layers_also_kept_in_a_list_are_not_blamed():
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 2)
+            self.shortcut = [self.body]          # registered elsewhere: not the culprit
+
+        def forward(self, x):
+            return self.body(x)
+
+    try:
+        Net().to("meta")(torch.randn(3, 4))
+    except Exception as error:
+        told = explain_error(error)
+    assert told.known and "plain Python list" not in told.cause
+
+
+def test_the_driver_too_old_message_is_in_the_catalogue():
+    told = explain_error("RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
+                         "update your GPU driver")
+    assert told.known and told.key == "no-cuda" and "nvidia-smi" in told.fix and "driver" in told.cause
+
+
+def _quoted_wordings():
+    """Every error wording the notebooks quote: Markdown code spans and blocks that look like PyTorch errors, and
+    the messages cells expect in their `course.raises` metadata."""
+    import json
+    import re
+    from pathlib import Path
+
+    looks_like = re.compile(r"^(?:torch\.\w+(?:\.\w+)?|RuntimeError|AssertionError|NotImplementedError|IndexError|"
+                            r"TypeError|AttributeError|UnpicklingError|KeyError|ValueError|UserWarning)(?::\s)")
+    quotes = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("0*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                blocks = re.findall(r"```\n(.*?)```", text, re.DOTALL)
+                spans = re.findall(r"(?<!`)(``?)(?!`)(.+?)(?<!`)\1(?!`)", re.sub(r"```.*?```", "", text, flags=re.DOTALL),
+                                   re.DOTALL)
+                for quote in blocks + [s for _, s in spans]:
+                    quote = " ".join(quote.split())
+                    if looks_like.match(quote):
+                        quotes.append((path.name, quote))
+            raises = ((cell.get("metadata") or {}).get("course") or {}).get("raises")
+            if raises:
+                messages = raises["message"] if isinstance(raises["message"], list) else [raises["message"]]
+                quotes += [(path.name, f"{raises['error']}: {m}") for m in messages if m]   # "" is no wording
+    return quotes
+
+
+def test_every_wording_the_notebooks_quote_is_known():
+    quotes = _quoted_wordings()
+    assert len(quotes) > 40                                  # the reader found the quotes
+    assert any("Input type (torch.FloatTensor) and weight type" in q for _, q in quotes)
+    unknown = [(name, q[:120]) for name, q in quotes if not explain_error(q).known]
+    assert unknown == []
+
+
+# --- round 3: the last error, no accelerator, the 0-dim rule, wordings of operations' own checks --------------
+
+_MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+
+
+def _no_last_error(monkeypatch):
+    for name in ("last_exc", "last_value", "last_type", "last_traceback"):
+        monkeypatch.delattr("sys." + name, raising=False)
+
+
+def test_explain_error_with_no_argument_explains_the_last_error(monkeypatch):
+    import sys
+    _no_last_error(monkeypatch)
+    monkeypatch.setattr(sys, "last_value", RuntimeError(_MISMATCH), raising=False)   # what IPython records
+    e = cu.explain_error()
+    assert e.known and e.key == "devices" and e.devices == ("cuda:0", "cpu")
+    if sys.version_info >= (3, 12):   # Python 3.12+ records sys.last_exc too: it comes first
+        monkeypatch.setattr(sys, "last_exc", RuntimeError("CUDA error: invalid device ordinal"), raising=False)
+        assert cu.explain_error().key == "ordinal"
+    assert "the last error" in explain_error.__doc__ and "error: Any = _LAST" not in explain_error.__doc__
+
+
+def test_explain_error_with_no_last_error_says_so_kindly(monkeypatch):
+    _no_last_error(monkeypatch)
+    e = cu.explain_error()
+    assert isinstance(e, Explanation) and not e.known
+    assert e.text().startswith("No error to explain yet") and "Not an error the course knows" not in e.text()
+    assert "No error to explain yet" in e._repr_html_() and str(e) == e.text()
+
+
+def test_explain_error_inside_except_explains_the_error_being_handled(monkeypatch):
+    _no_last_error(monkeypatch)
+    try:
+        torch.ones(2, device="meta") + torch.ones(2)
+    except RuntimeError:
+        e = cu.explain_error()
+    assert e.known and e.key == "devices"
+
+
+def test_explain_error_in_ipython_explains_the_last_failing_cell():
+    """In IPython (the extension's traceback handler on), a cell that fails records its error for the next cell."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "course_utils")
+        ip.run_cell("import course_utils as cu; print('BEFORE', cu.explain_error().known)")
+        ip.run_cell("import torch; from torch import nn; m = nn.Linear(2, 2).to('meta'); x = torch.ones(1, 2)")
+        ip.run_cell("m(x)")
+        ip.run_cell("e = cu.explain_error(); print('AFTER', e.known, e.key)")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "AFTER True devices" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_cannot_access_accelerator_is_blamed_on_pinned_memory_and_torch_accelerator_not_cuda():
+    e = explain_error("RuntimeError: Cannot access accelerator device when none is available.")
+    assert e.key == "no-accelerator" and e.lesson == family("pin").lesson
+    assert "pin_memory()" in e.fix and "torch.accelerator.is_available()" in e.fix
+    assert "never print this" in e.cause and "`.cuda()`" in e.cause
+    assert "pin_memory" not in family("no-cuda").patterns
+    assert explain_error("AssertionError: Torch not compiled with CUDA enabled").key == "no-cuda"
+
+
+@pytest.mark.skipif(torch.accelerator.is_available() or torch.backends.cuda.is_built(),
+                    reason="a CPU-only build of PyTorch says these")
+def test_the_calls_that_print_cannot_access_accelerator_on_a_cpu_only_build():
+    import warnings
+    wording = family("no-accelerator").wordings[0].text
+    for call in (lambda: torch.ones(2).pin_memory(), lambda: torch.ones(2).untyped_storage().pin_memory(),
+                 torch.accelerator.current_device_index, torch.accelerator.synchronize):
+        error = raised(call)
+        assert str(error) == wording and explain_error(error).key == "no-accelerator"
+    assert str(raised(lambda: torch.ones(1).cuda())) == "Torch not compiled with CUDA enabled"   # not this wording
+    error = raised(lambda: torch.empty(3, pin_memory=True))
+    assert str(error) == family("no-accelerator").wordings[1].text and explain_error(error).key == "no-accelerator"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        next(iter(torch.utils.data.DataLoader(torch.ones(4, 2), batch_size=2, pin_memory=True)))
+    said = [str(w.message) for w in caught if "pin_memory" in str(w.message)]
+    assert said == [family("no-accelerator").wordings[3].text]
+    assert explain_error("UserWarning: " + said[0]).key == "no-accelerator"
+
+
+def test_the_rule_states_the_zero_dim_edges_exactly():
+    """Only binary operations (one 0-dim CPU tensor), `torch.where` and `lerp`'s weight from 2.6 take one on a GPU;
+    the course's data of CUDA's checks (devicerules) agrees, run with meta as the GPU."""
+    from course_utils import devicerules as rules
+    rule = errors._RULE
+    assert "element-wise math" not in rule and "one 0-dim CPU tensor as an operand of a binary operation" in rule
+    assert all(s in rule for s in ("`torch.where`", "`torch.lerp`'s weight from 2.6", "`addcmul`", "`clamp(min=t)`"))
+    assert family("devices").cause.endswith(rule)
+    gpu, cpu0 = torch.ones(3, device="meta"), torch.tensor(2.0)
+    meta = lambda t: t.device.type == "meta"   # noqa: E731
+    aten = torch.ops.aten
+    assert rules.judge(aten.mul.Tensor, (gpu, cpu0), {}, meta) is None                       # binary: allowed
+    assert rules.judge(aten.where.self, (gpu > 0, cpu0, torch.tensor(0.0)), {}, meta) is None
+    assert rules.judge(aten.addcmul.default, (gpu, cpu0, gpu), {}, meta) is not None          # ternary: refused
+    assert rules.judge(aten.clamp.Tensor, (gpu, cpu0), {}, meta) is not None
+    lerp = rules.judge(aten.lerp.Tensor, (gpu, gpu, cpu0), {}, meta)
+    assert (lerp is None) == (rules.release() >= (2, 6))
+    assert rules.CPU_SCALAR_ARGUMENT["lerp"] == ("weight", (2, 6)) and rules.ANY_CPU_SCALARS == {"where"}
+
+
+def test_two_gpus_get_advice_about_two_gpus():
+    for message in ("Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!",
+                    "Expected all tensors to be on the same device, but got mat1 is on cuda:1, different from other "
+                    "tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
+                    "Expected tensor for argument #1 'input' to have the same device as tensor for argument #2 "
+                    "'weight'; but device 1 does not equal 0 (while checking arguments for cudnn_convolution)"):
+        e = explain_error(message)
+        assert e.key == "devices" and set(e.devices) == {"cuda:0", "cuda:1"}, message
+        assert "two GPUs" in e.cause and "CPU" not in e.cause, message
+        assert "x.to(y.device)" in e.fix and "torch.cuda.set_device" in e.fix and "cpu" not in e.fix.lower(), message
+    assert explain_error(_MISMATCH).cause.count("two GPUs") == 0   # a GPU and the CPU: the usual advice
+
+
+def test_sdpa_wording_names_the_odd_tensor_and_moves_it_to_the_gpu():
+    e = explain_error("RuntimeError: Expected query, key, and value to have the same device type, but got "
+                      "query.device: cuda:0 key.device: cuda:0 and value.device: cpu instead.")
+    assert e.key == "op-devices" and e.argument == "value" and e.devices == ("cpu", "cuda:0")
+    assert 'value = value.to("cuda:0")' in e.fix and "scaled_dot_product_attention" in e.cause
+    import torch.nn.functional as F
+    error = raised(lambda: F.scaled_dot_product_attention(torch.ones(1, 2, 4, 8), torch.ones(1, 2, 4, 8, device="meta"),
+                                                          torch.ones(1, 2, 4, 8, device="meta")))
+    assert str(error) == ("Expected query, key, and value to have the same device type, but got query.device: cpu "
+                          "key.device: meta and value.device: meta instead.")
+    e = explain_error(error)
+    assert e.key == "op-devices" and e.argument == "query" and 'query = query.to("meta")' in e.fix
+
+
+def test_searchsorted_and_cdist_device_checks():
+    sorter = explain_error("torch.searchsorted(): sorter and boundary tensors should have same device type, but got "
+                           "sorter tensor device type cpu and input value tensor device type cuda:0")
+    assert sorter.key == "op-devices" and sorter.argument == "sorter" and "sorter.to(boundaries.device)" in sorter.fix
+    values = explain_error("torch.searchsorted(): boundaries and input value tensors should have same device type, but "
+                           "got boundaries tensor device type cpu and input value tensor device type cuda:0")
+    assert values.key == "op-devices" and "boundaries.to(values.device)" in values.fix
+    error = raised(lambda: torch.cdist(torch.ones(30, 3), torch.ones(30, 3, device="meta")))   # > 25 rows: own check
+    assert str(error) == "X1 and X2 must have the same device type. X1: cpu X2: meta"
+    e = explain_error(error)
+    assert e.key == "op-devices" and "x1 = x1.to(x2.device)" in e.fix
+    gpus = explain_error("RuntimeError: device of X1 (0) must match device of X2 (1)")
+    assert gpus.key == "op-devices" and set(gpus.devices) == {"cuda:0", "cuda:1"}
+
+
+def test_too_many_cpu_scalars_is_the_zero_dim_rule():
+    e = explain_error("RuntimeError: Trying to pass too many CPU scalars to non-CPU kernel!")
+    assert e.key == "cpu-scalars" and e.lesson == family("cpu-scalars").lesson
+    assert LESSONS["cpu-scalars"] == ("06_mismatch_errors", "7. Where PyTorch does move a tensor for you")
+    assert "only one" in e.cause and ".item()" in e.fix
+
+
+def test_new_wordings_are_in_the_installed_wheel():
+    """The fixed parts of the wordings this round added, in the installed build's string table."""
+    import mmap
+    from pathlib import Path
+    library = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    if not library.exists():
+        pytest.skip("no libtorch_cpu.so here")
+    with library.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for piece in ("Trying to pass too many CPU scalars to non-CPU kernel!",
+                      "Expected query, key, and value to have the same device type, but got query.device: ",
+                      "torch.searchsorted(): sorter and boundary tensors should ",
+                      "have same device type, but got sorter tensor device type ",
+                      "should have same device type, but got boundaries tensor device type ",
+                      "X1 and X2 must have the same device type. X1: ", ") must match device of X2 (",
+                      "pin_memory=True requires a CUDA or other accelerator backend; no pinned memory allocator is "
+                      "available on this system.",
+                      "Cannot access accelerator device when none is available."):
+            assert data.find(piece.encode()) >= 0, piece
+        if torch.__version__.startswith("2.13"):
+            assert data.find(b"Need to provide pin_memory allocator") < 0

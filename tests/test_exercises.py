@@ -325,3 +325,56 @@ def test_every_exercise_is_worth_at_least_a_point_and_a_pass_earns_all():
     for ex_id in exercise_ids():
         ex = get_exercise(ex_id)
         assert type(ex.points) is int and ex.points >= 1, ex_id
+
+
+# --- hints that fit the mistake (issue 33): one mechanism, a lesson's HINT_FOR beside its checks ------------
+
+from course_utils import learner, misconceptions  # noqa: E402
+from course_utils.lessons import l01_tensors, l07_transfer_cost  # noqa: E402
+
+
+def _hint_tables():
+    from course_utils import lessons
+    return {name: module.HINT_FOR for name, module in sorted(sys.modules.items())
+            if name.startswith(lessons.__name__ + ".") and isinstance(getattr(module, "HINT_FOR", None), dict)}
+
+
+def test_every_fitting_hint_belongs_to_an_exercise_of_its_lesson_and_a_known_code():
+    tables = _hint_tables()
+    assert {"course_utils.lessons.l01_tensors", "course_utils.lessons.l07_transfer_cost"} <= set(tables)
+    for module, table in tables.items():
+        for ex_id, by_code in table.items():
+            ex = get_exercise(ex_id)
+            assert ex.reference.__module__ == module, ex_id      # the table sits beside the exercise's check
+            for code, text in by_code.items():
+                assert code in misconceptions.registry(), (ex_id, code)
+                assert misconceptions.get(code).generic or code[:2] == ex.lesson, (ex_id, code)
+                assert text.strip() and text not in ex.hints, (ex_id, code)
+
+
+def test_hint_fits_the_last_check_of_that_exercise_only(progress_file):
+    learner.run_check("01.nbytes", lambda t: t.numel() * 4)
+    assert learner.hints("01.nbytes")[0] == l01_tensors.HINT_FOR["01.nbytes"]["01.assumed-4-bytes"]
+    assert learner.hints("01.blank_like") == get_exercise("01.blank_like").hints   # another exercise: as written
+    assert len(learner.hints("01.nbytes")) == len(get_exercise("01.nbytes").hints)   # replaces hint 1, adds none
+
+
+def test_the_hint_button_shows_the_hint_that_fits(monkeypatch, progress_file):
+    ipywidgets = pytest.importorskip("ipywidgets")
+    from course_utils import widgets
+    namespace = {"nbytes": lambda t: t.numel() * 4}
+    monkeypatch.setattr(widgets, "_widgets", lambda: ipywidgets)
+    monkeypatch.setattr(learner, "user_namespace", lambda: namespace)
+    shown = widgets.exercise("01.nbytes")
+    buttons = [w for w in shown.widget.children[1].children if isinstance(w, ipywidgets.Button)]
+    next(b for b in buttons if b.description == "Hint").click()
+    extra = shown.widget.children[-1].value
+    assert extra.count("<li>") == 1 and "4 bytes" in extra and "view" not in extra
+
+
+def test_capstone_hint_for_a_stub_and_after_it(progress_file):
+    table = l07_transfer_cost.HINT_FOR["07.capstone"]
+    assert learner.hints("07.capstone", misconceptions.NOT_ATTEMPTED)[0] == table[misconceptions.NOT_ATTEMPTED]
+    for code in ("07.batch-not-moved", "", "any.raised"):
+        first = learner.hints("07.capstone", code)[0]
+        assert "Delete" not in first and "raise NotImplementedError" in first

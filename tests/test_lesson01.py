@@ -136,3 +136,40 @@ def test_nothing_above_01_nbytes_names_the_formula_or_the_attribute():
 def test_nothing_above_01_blank_like_shows_the_like_functions():
     text = _before_answer_cell("01.blank_like")
     assert "zeros_like" not in text and "new_zeros" not in text
+
+
+# --- hints that answer the mistake the last check named (issue 33) -----------------------------------
+
+def four_bytes_each(t):
+    return t.numel() * 4
+
+
+def test_nbytes_first_hint_answers_the_assumed_4_bytes_mistake(progress_file):
+    from course_utils import learner
+    result = learner.run_check("01.nbytes", four_bytes_each)
+    assert not result.passed and result.code == "01.assumed-4-bytes", result.feedback
+    first = learner.hint("01.nbytes", 1)
+    assert first.startswith("Hint 1/3") and "4 bytes" in first and "element_size()" in first
+    assert "view" not in first and "storage" not in first
+    assert learner.hint("01.nbytes", 3) == "Hint 3/3: " + cu.exercises.get_exercise("01.nbytes").hints[2]
+
+
+@pytest.mark.parametrize("code, says", [
+    ("01.assumed-4-bytes", "4 bytes"), ("01.counted-elements", "counts elements"),
+    ("01.bytes-of-one-element", "ONE element"), ("01.counted-storage", "view"),
+])
+def test_each_nbytes_mistake_has_its_first_hint_and_the_default_fits_any_state(code, says):
+    from course_utils import learner
+    hints = learner.hints("01.nbytes", code)
+    assert says in hints[0] and hints[1:] == cu.exercises.get_exercise("01.nbytes").hints[1:]
+    default = learner.hints("01.nbytes", "")
+    assert default == cu.exercises.get_exercise("01.nbytes").hints
+    assert "view" not in default[0] and "storage" not in default[0]   # right whatever the learner did
+    assert learner.hints("01.nbytes", "any.wrong-value") == default
+
+
+def test_a_pass_brings_back_the_hints_as_written(progress_file):
+    from course_utils import learner
+    learner.run_check("01.nbytes", four_bytes_each)
+    learner.run_check("01.nbytes", lambda t: t.numel() * t.element_size())
+    assert learner.hints("01.nbytes") == cu.exercises.get_exercise("01.nbytes").hints

@@ -368,3 +368,17 @@ def test_the_sweep_is_plotted_once_and_the_timeline_is_a_labelled_picture():
     ns = "{http://www.w3.org/2000/svg}"
     assert svg.find(f"{ns}title").text and svg.find(f"{ns}desc").text
     assert min(float(t.get("font-size")) for t in svg.iter(f"{ns}text")) >= 12
+
+
+def test_matmul_flops_asks_for_the_counters_number_and_says_so_to_an_exact_count():
+    """Issue 33: the task asks for "the FLOPs PyTorch's counter reports" (2·n³); the exact count n²(2n−1) is right
+    arithmetic for another question, and the feedback says which question, with the counter's own numbers."""
+    result = cu.check("02.matmul_flops", lambda n: n ** 2 * (2 * n - 1))
+    assert not result.passed and result.code == "02.flops-exact-count"
+    assert "PyTorch's FLOP counter reports" in result.feedback and "`counted_flops(2)`, 16" in result.feedback
+    assert "Well counted! But" not in result.feedback
+    counter = FlopCounterMode(display=False)
+    with counter:
+        torch.randn(2, 2) @ torch.randn(2, 2)
+    assert counter.get_total_flops() == 16 != 2 ** 2 * (2 * 2 - 1) == 12
+    assert "counter" in result.title

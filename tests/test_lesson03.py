@@ -523,3 +523,58 @@ def test_autocast_keeps_weights_float32_and_half_does_not():
 
 def test_there_is_no_automatic_memory_format():
     assert not hasattr(torch.memory_format, "AUTO")
+
+
+# --- a container that reaches `.to` is named as the container mistake it is (issue 33) -----------------
+
+def flat_sequences(obj, device):
+    """Recurses into dicts, but moves the items of lists and tuples with a flat comprehension."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: flat_sequences(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(v if isinstance(v, str) else v.to(device) for v in obj)
+    return obj
+
+
+def flat_dict(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: v.to(device) if isinstance(v, (torch.Tensor, dict, list, tuple)) else v for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
+
+
+def no_tuples(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: no_tuples(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [no_tuples(v, device) for v in obj]
+    return obj.to(device) if not isinstance(obj, (str, int, float, type(None), Tag)) else obj
+
+
+from course_utils.lessons.l03_to_device import Tag  # noqa: E402
+
+
+@pytest.mark.parametrize("answer, says, code", [
+    (flat_sequences, "'tuple' object has no attribute 'to'", "03.top-level-only"),
+    (flat_dict, "'dict' object has no attribute 'to'", "03.top-level-only"),
+    (no_tuples, "your code does not look inside tuples", "03.skipped-a-container-type"),
+])
+def test_to_device_container_reaching_to_is_a_container_mistake(answer, says, code):
+    result = _fails_with("03.to_device", answer, says, code)
+    assert "Read the message" not in result.feedback
+    if code == "03.top-level-only":
+        assert "inside the batch" in result.feedback and "call itself on each item" in result.feedback
+
+
+def test_to_device_other_crashes_keep_the_generic_feedback():
+    def crashes(obj, device):
+        raise ValueError("nope")
+    result = cu.check("03.to_device", crashes)
+    assert result.code == "any.raised" and "Read the message" in result.feedback

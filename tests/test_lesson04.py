@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils import standin
+from course_utils import misconceptions, standin
 from course_utils.grading import simulated_accelerator
 from test_standin import stand_in  # noqa: F401  (fixture: the stand-in on, without its one-time note)
 
@@ -117,15 +117,36 @@ def test_to_accelerator_index_note_only_when_index_zero_is_in_the_code(answer):
     assert result.code == "04.hard-coded-cuda"
 
 
-@pytest.mark.skipif(cu.accelerator() is not None, reason="on a machine with an accelerator the global is one")
+CHOSEN_AT_IMPORT = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"
+
+
+def reads_a_global(t):
+    return t.to(CHOSEN_AT_IMPORT)   # `torch.accelerator` read once, when the module (the cell) ran
+
+
 def test_to_accelerator_device_chosen_outside_the_function():
-    chosen_once = cu.best_device()   # cpu here: decided before any accelerator could be seen
+    """Reading `torch.accelerator` once, outside the function, is its own mistake (issue 33), not "only CUDA
+    counted": the function asked no device question while it ran and reads a device from outside."""
+    chosen_once = cu.best_device()   # decided before the check's accelerator could be seen
 
     def outside(t):
         return t.to(chosen_once)
-    result = cu.check("04.to_accelerator", outside)
-    assert not result.passed and "outside the function" in result.feedback, result.feedback
-    assert result.code == "04.only-cuda-counted"
+    for answer, name in ((outside, "chosen_once"), (reads_a_global, "CHOSEN_AT_IMPORT")):
+        result = cu.check("04.to_accelerator", answer)
+        assert not result.passed and "outside" in result.feedback and f"`{name}`" in result.feedback, \
+            result.feedback
+        assert result.code == "04.device-chosen-once", (result.code, result.feedback)
+    assert "04.device-chosen-once" in misconceptions.registry()
+
+
+def picks_cuda_inside(t):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")   # asked inside: CUDA only
+    return t.to(device)
+
+
+def test_to_accelerator_cuda_only_inside_is_still_only_cuda_counted():
+    result = cu.check("04.to_accelerator", picks_cuda_inside)
+    assert not result.passed and result.code == "04.only-cuda-counted", (result.code, result.feedback)
 
 
 def best_device_answer(t):

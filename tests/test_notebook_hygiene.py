@@ -157,3 +157,17 @@ def test_every_picture_and_link_says_what_it_is(path):
     vague = [t for t in re.findall(r"(?<!!)\[([^\]]+)\]\(", text) if t.strip().lower() in
              {"here", "click here", "this", "link", "more", "read more"}]
     assert vague == [], vague
+
+
+#: The widest code line a lesson may have: JupyterLab shows about 100 characters of a code cell in a
+#: 1280-pixel-wide window before the line runs off the right edge.
+CODE_WIDTH = 100
+
+
+def test_the_lessons_code_fits_the_width_of_a_notebook():
+    """No code-cell line of a lesson is wider than ``CODE_WIDTH``: a learner reads it without scrolling sideways."""
+    too_wide = [f"{path.name}, cell {i}, line {n} ({len(line)} characters): {line}"
+                for path in NOTEBOOKS
+                for i, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "code"
+                for n, line in enumerate(source(cell).splitlines(), 1) if len(line) > CODE_WIDTH]
+    assert too_wide == [], "code lines wider than the notebook:\n" + "\n".join(too_wide)

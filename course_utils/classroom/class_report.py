@@ -38,6 +38,10 @@ FOLLOW_UP = {misconceptions.TAMPERING: "tampering", misconceptions.OUT_OF_TIME: 
              misconceptions.TIMEOUT: "time limit", misconceptions.CALL_STACK: "read the checker's stack",
              misconceptions.REFERENCE: "used the reference solution"}
 FORMATS = ("html", "csv", "json", "gradebook")
+#: The share of a lesson's students from which a misconception is worth class time: the first page shows it.
+MIN_SHARE = 0.10
+#: At most this many misconceptions per lesson on the first page.
+TOP_PER_LESSON = 3
 
 
 class ReportError(Exception):
@@ -174,6 +178,12 @@ class MisconceptionStats:
     link: str
     question: str
     generic: bool
+    by_lesson: dict[str, tuple[int, int]] = field(default_factory=dict)   # lesson -> (students, of), its exercises'
+
+    @property
+    def share(self) -> float:
+        """The share of the students who handed in its lessons that showed it."""
+        return self.students / self.of if self.of else 0.0
 
 
 @dataclass
@@ -207,11 +217,24 @@ class ClassReport:
     misconceptions: list[MisconceptionStats]
     follow_up: list[FollowUp]
     anonymous: bool = False
+    min_share: float = MIN_SHARE    # a misconception below this share of its lessons' students gets no card
+
+    def to_reteach(self) -> dict[str, list[tuple[MisconceptionStats, int, int]]]:
+        """Per lesson, its misconceptions (not the generic reasons) that at least :attr:`min_share` of the students
+        who handed it in showed in its exercises, most shown first, at most :data:`TOP_PER_LESSON`: each with those
+        two numbers (students, of)."""
+        out: dict[str, list[tuple[MisconceptionStats, int, int]]] = {}
+        for s in self.lessons:
+            mine = [(m, *m.by_lesson[s.lesson]) for m in self.misconceptions if not m.generic
+                    and s.lesson in m.by_lesson and m.by_lesson[s.lesson][0] >= self.min_share * m.by_lesson[s.lesson][1]]
+            out[s.lesson] = sorted(mine, key=lambda t: (-t[1], t[0].code))[:TOP_PER_LESSON]
+        return out
 
 
-def summarize(rows: Iterable[Row], anonymous: bool = False) -> ClassReport:
+def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = MIN_SHARE) -> ClassReport:
     """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. A student who submitted the
-    same exercise more than once counts with their best row (passed first, then points)."""
+    same exercise more than once counts with their best row (passed first, then points). ``min_share``: see
+    :attr:`ClassReport.min_share`."""
     rows = list(rows)
     handed_in: dict[str, set[str]] = defaultdict(set)   # submission -> its lessons
     for row in rows:
@@ -229,7 +252,7 @@ def summarize(rows: Iterable[Row], anonymous: bool = False) -> ClassReport:
                        layout=layouts.read_layout(whose),
                        lessons=_lesson_stats(best), exercises=exercises,
                        misconceptions=_misconception_stats(best), follow_up=_follow_up(best, names),
-                       anonymous=anonymous)
+                       anonymous=anonymous, min_share=min_share)
 
 
 def _names(students: list[str], anonymous: bool) -> dict[str, str]:
@@ -278,10 +301,12 @@ def _lesson_stats(best: dict[tuple[str, str], Row]) -> list[LessonStats]:
 def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[MisconceptionStats]:
     who: dict[str, set[str]] = defaultdict(set)
     where: dict[str, set[str]] = defaultdict(set)
+    in_lesson: dict[tuple[str, str], set[str]] = defaultdict(set)   # (code, lesson) -> students
     for (student, ex_id), row in best.items():
         if not row.passed and row.code:
             who[row.code].add(student)
             where[row.code].add(ex_id)
+            in_lesson[row.code, _lesson_of(ex_id)].add(student)
     handed_in: dict[str, set[str]] = defaultdict(set)   # lesson -> the students who handed it in
     for student, ex_id in best:
         handed_in[_lesson_of(ex_id)].add(student)
@@ -290,8 +315,10 @@ def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[Misconception
         m = misconceptions.get(code)
         section = f"Lesson {m.section[0][:2]}, {m.section[1]}" if m.section else ""
         of = set().union(*(handed_in[_lesson_of(e)] for e in where[code]))
+        by_lesson = {lesson: (len(in_lesson[code, lesson]), len(handed_in[lesson]))
+                     for lesson in sorted({_lesson_of(e) for e in where[code]})}
         out.append(MisconceptionStats(code, m.name, m.lesson, len(students), len(of), sorted(where[code]),
-                                      m.explanation, section, m.link(), m.question, m.generic))
+                                      m.explanation, section, m.link(), m.question, m.generic, by_lesson))
     return sorted(out, key=lambda m: (-m.students, m.code))
 
 
@@ -330,8 +357,10 @@ def tables(report: ClassReport) -> dict[str, list[dict]]:
         "exercises": [{"exercise": s.exercise, "lesson": s.lesson, "title": s.title, "students": s.students,
                        "attempted": s.attempted, "passed": s.passed, "max_points": s.max_points,
                        "scores": " ".join(f"{p}:{n}" for p, n in sorted(s.scores.items()))} for s in report.exercises],
-        "misconceptions": [{**{k: v for k, v in asdict(m).items() if k != "exercises"},
-                            "exercises": " ".join(m.exercises)} for m in report.misconceptions],
+        "misconceptions": [{**{k: v for k, v in asdict(m).items() if k not in ("exercises", "by_lesson")},
+                            "exercises": " ".join(m.exercises),
+                            "by_lesson": " ".join(f"{lesson}:{n}/{of}" for lesson, (n, of) in m.by_lesson.items())}
+                           for m in report.misconceptions],
         "follow_up": [{"student": f.student, "lesson": f.lesson, "reasons": "; ".join(f.reasons)}
                       for f in report.follow_up],
     }
@@ -441,14 +470,36 @@ def render_html(report: ClassReport) -> str:
              f"{report.submissions} submissions, {report.rows} graded exercises. Read as "
              f"{_e(report.layout)}."
              f"{' Names hidden (--anonymous).' if report.anonymous else ''}</p>"]
+    parts.append(_plan_section(report))
     parts.append(_course_section(report))
     parts.append(_misconception_section(report))
-    parts.append(_exercise_section(report))
     parts.append(_follow_up_section(report))
+    parts.append(_exercise_section(report))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Class report: what did the class get wrong?</title><style>{_CSS}</style></head>"
             f"<body><main>{''.join(parts)}</main></body></html>")
+
+
+def _plan_section(report: ClassReport) -> str:
+    """The first page, for planning the next class: per lesson, what to re-teach (the misconceptions above the
+    cut-off, each with its share, where it is taught and a question to ask), and how many to follow up."""
+    items, reteach = [], report.to_reteach()
+    for s in report.lessons:
+        top = reteach[s.lesson]
+        said = "".join(f"<li>{_code_html(m.name)}: <b>{n}</b> of {of} ({_percent(n, of)})."
+                       f" Ask: {_code_html(m.question)}"
+                       + (f" <a href='{_e(m.link)}'>Taught in {_code_html(m.section)}</a>" if m.link else "")
+                       + "</li>" for m, n, of in top)
+        nothing = f"<li>No misconception shown by {report.min_share:.0%} of the class or more.</li>"
+        items.append(f"<h3>Lesson {_e(s.lesson)}</h3><p>{s.students} students handed it in; mean score "
+                     f"{s.mean_percent:.0f}%, {s.all_passed} passed every exercise, {s.zero} scored zero.</p>"
+                     f"<ul>{said or nothing}</ul>")
+    follow = (f"<p>{len(report.follow_up)} student{'s' if len(report.follow_up) != 1 else ''} to follow up "
+              "(<a href='#follow-up'>the list</a>).</p>") if report.follow_up else ""
+    return (f"<h2>To plan the next class</h2><p class='muted'>Per lesson, the misconceptions shown by at least "
+            f"{report.min_share:.0%} of the students who handed it in (at most {TOP_PER_LESSON}, most shown first); "
+            f"the details follow below.</p>{''.join(items)}{follow}")
 
 
 def _course_section(report: ClassReport) -> str:
@@ -477,7 +528,8 @@ def _lessons_named(exercises: list[str]) -> str:
 
 
 def _misconception_section(report: ClassReport) -> str:
-    specific = [m for m in report.misconceptions if not m.generic]
+    specific = [m for m in report.misconceptions if not m.generic and m.share >= report.min_share]
+    rare = [m for m in report.misconceptions if not m.generic and m.share < report.min_share]
     generic = [m for m in report.misconceptions if m.generic]
     cards = []
     for rank, m in enumerate(specific, start=1):
@@ -488,18 +540,25 @@ def _misconception_section(report: ClassReport) -> str:
                      f"{_e(', '.join(m.exercises))} · "
                      f"code <code>{_e(m.code)}</code></p><p>{_code_html(m.explanation)}</p>"
                      f"<p>Taught in: {section}</p><p>Ask the class: {_code_html(m.question)}</p></div>")
-    none = "<p>No answer showed a misconception the checks name.</p>" if not specific else ""
+    none = "<p>No misconception the checks name was shown that often.</p>" if not specific else ""
     other = "".join(f"<tr><th scope='row'>{_code_html(m.name)} <code>{_e(m.code)}</code></th>"
                     f"<td class='n'>{m.students}</td><td>{_e(', '.join(m.exercises))}</td></tr>" for m in generic)
     other_table = ("<table><caption>Other reasons answers failed (no particular misconception)</caption><thead><tr>"
                    "<th scope='col'>Reason</th><th scope='col' class='n'>Students</th><th scope='col'>Exercises"
                    f"</th></tr></thead><tbody>{other}</tbody></table>") if generic else ""
+    few = "".join(f"<tr><th scope='row'>{_code_html(m.name)} <code>{_e(m.code)}</code></th>"
+                  f"<td class='n'>{m.students} of {m.of}</td><td>{_e(', '.join(m.exercises))}</td></tr>" for m in rare)
+    few_table = (f"<table><caption>Shown by fewer than {report.min_share:.0%} of the students who handed the lesson "
+                 "in</caption><thead><tr><th scope='col'>Misconception</th><th scope='col' class='n'>Students</th>"
+                 f"<th scope='col'>Exercises</th></tr></thead><tbody>{few}</tbody></table>") if rare else ""
     return ("<h2>Misconceptions to re-teach</h2><p class='muted'>Ranked by how many students showed each (a "
-            f"student counts once per misconception).</p>{none}{''.join(cards)}{other_table}")
+            f"student counts once per misconception); a card for each shown by {report.min_share:.0%} of the "
+            f"students or more.</p>{none}{''.join(cards)}{few_table}{other_table}")
 
 
 def _exercise_section(report: ClassReport) -> str:
-    out = ["<h2>Each exercise</h2>"]
+    out = [f"<h2>Each exercise</h2><details><summary>The {len(report.exercises)} exercises: attempts, passes, "
+           "points and the mistakes behind the failures</summary>"]
     for s in report.exercises:
         codes = ", ".join(f"{misconceptions.get(c).name} ({n})" for c, n in
                           sorted(s.codes.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -509,15 +568,16 @@ def _exercise_section(report: ClassReport) -> str:
                    f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Students by points "
                    f"(0 to {s.max_points}).</figcaption></figure>"
                    + (f"<p>Failed answers: {_code_html(codes)}.</p>" if codes else ""))
-    return "".join(out)
+    return "".join(out) + "</details>"
 
 
 def _follow_up_section(report: ClassReport) -> str:
     if not report.follow_up:
-        return "<h2>To follow up</h2><p>Nobody scored zero on a whole lesson or hit tampering or a time limit.</p>"
+        return ("<h2 id='follow-up'>To follow up</h2><p>Nobody scored zero on a whole lesson or hit tampering or a time "
+                "limit.</p>")
     rows = "".join(f"<tr><th scope='row'>{_e(f.student)}</th><td>{_e(f.lesson)}</td>"
                    f"<td>{_e('; '.join(f.reasons))}</td></tr>" for f in report.follow_up)
-    return ("<h2>To follow up</h2><p class='muted'>To offer help, not to blame: a zero is often a file handed in "
+    return ("<h2 id='follow-up'>To follow up</h2><p class='muted'>To offer help, not to blame: a zero is often a file handed in "
             "unsaved, a time limit a loop that never ends. Each student once, with every reason.</p><table><caption>"
             "Students to follow up</caption><thead><tr><th scope='col'>Student</th><th scope='col'>Lessons</th>"
             "<th scope='col'>Why</th>"
@@ -537,6 +597,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="html (default, or as --out's suffix says), json, csv (a folder of tables), or "
                              "gradebook (one row per student, a column per lesson, as Canvas imports it)")
     parser.add_argument("--anonymous", action="store_true", help="show students as Student 1, 2... in the report")
+    parser.add_argument("--lesson", action="append", default=None, metavar="NN",
+                        help="only these lessons (repeat it, or 03,05); default: every lesson in the input")
+    parser.add_argument("--min-share", type=float, default=100 * MIN_SHARE, metavar="PERCENT",
+                        help=f"a card for each misconception shown by at least PERCENT of the students who handed "
+                             f"its lesson in (default {100 * MIN_SHARE:g}); the rest are listed in one table")
 
 
 def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
@@ -554,13 +619,20 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
             raise ReportError(f"--out {out} is a folder; give a file name (or use --format csv)")
         if fmt == "csv" and os.path.exists(out) and not os.path.isdir(out):
             raise ReportError(f"--out {out} is a file; --format csv writes a folder of tables")
+        if not 0 <= args.min_share <= 100:
+            raise ReportError(f"--min-share {args.min_share:g} is not a percentage from 0 to 100")
         rows = read_rows(args.grades)
         if not rows:
             raise ReportError("no graded exercises in the input")
+        if args.lesson:
+            wanted = {part.strip().zfill(2) for given in args.lesson for part in given.split(",") if part.strip()}
+            rows = [r for r in rows if _lesson_of(r.exercise) in wanted]
+            if not rows:
+                raise ReportError(f"no graded exercises of lesson {', '.join(sorted(wanted))} in the input")
         if fmt == "gradebook":   # names are the point of a gradebook: --anonymous does not apply
             written = gradebook.write(rows, out)
         else:
-            written = write(summarize(rows, args.anonymous), out, fmt)
+            written = write(summarize(rows, args.anonymous, args.min_share / 100), out, fmt)
     except ReportError as e:
         print(f"report: {e}", file=stderr)
         return 2

@@ -9,7 +9,10 @@ Private to :mod:`course_utils.classroom.worker` (whose learner code it watches):
   ``torch.set_default_dtype`` rebinds), or is done before the snapshot (the ``nn.Module.__init__``
   patch of ``torch.compile``, see :func:`prepare_pytorch`). A course module run again by
   ``importlib.reload`` is no change where it remade what it had (equal values, functions with equal
-  code, :func:`_equivalent`); where it made new classes, the change is named as a reload.
+  code, :func:`_equivalent`); where it made new classes, the change is named as a reload. After each cell and
+  check :meth:`Snapshot.unchanged` looks first, by identity, at the live namespaces the snapshot recorded (a
+  few milliseconds); only when something is not the same object does :func:`compare` take a new snapshot and
+  name what changed.
 * :func:`pristine_torch`: each check runs in PyTorch's global state as the worker started
   (default device and dtype, grad and inference mode, RNG, threads, matmul precision, deterministic
   algorithms, anomaly mode; no torch function or dispatch mode active), and the learner's state is
@@ -123,15 +126,24 @@ class Snapshot:
         self.objects: dict[str, Any] = {}   # dotted name -> the object (kept alive: ids never reused)
         self.keys: dict[str, frozenset] = {}  # namespaces where additions count as changes too
         self.contents: dict[str, Any] = {}  # dotted name of a course table -> what it held (_contents)
+        # The same, held as the live namespaces and objects themselves, for :meth:`unchanged`: each namespace with
+        # the (name, object) pairs recorded from it, its key set when strict, and the names it skips; each function
+        # with its code and defaults; each table with what it held.
+        self.views: list[tuple[Any, list[tuple[str, Any]], Optional[frozenset], frozenset, frozenset]] = []
+        self.functions: list[tuple[types.FunctionType, Any, Any, Any]] = []
+        self.tables: list[tuple[Any, list]] = []
+        self.sys_modules = sys.modules
 
-    def add_namespace(self, prefix: str, namespace: dict, *, strict: bool, tables: bool = False) -> None:
-        """Record ``namespace`` (a module's or class's ``__dict__``); ``strict`` records data too, and
-        ``tables`` what its dicts, lists, sets and tuples hold (and its functions' defaults)."""
+    def add_namespace(self, prefix: str, namespace: Any, *, strict: bool, tables: bool = False) -> None:
+        """Record ``namespace`` (a module's ``__dict__`` or a class's ``vars()``: live, read again by
+        :meth:`unchanged`); ``strict`` records data too, and ``tables`` what its dicts, lists, sets and tuples hold
+        (and its functions' defaults)."""
         skip = _CACHES | _UNWATCHED_NAMES.get(prefix, frozenset())
-        names = [n for n in namespace if n not in skip]
+        names = [n for n in list(namespace) if n not in skip]
+        keys = None
         if strict:  # a submodule imported later appears in its package: not a change
-            self.keys[prefix] = frozenset(n for n in names if type(namespace[n]) is not types.ModuleType)
-        objects = self.objects
+            keys = self.keys[prefix] = frozenset(n for n in names if type(namespace[n]) is not types.ModuleType)
+        objects, pairs = self.objects, []
         for name in names:
             value = namespace[name]
             kind = type(value)
@@ -139,6 +151,10 @@ class Snapshot:
                 self.add(f"{prefix}.{name}", value, tables=tables)
             elif strict or callable(value) or issubclass(kind, types.ModuleType):
                 objects[f"{prefix}.{name}"] = value
+            else:
+                continue
+            pairs.append((name, value))
+        self.views.append((namespace, pairs, keys, skip, frozenset(names)))
 
     def add(self, name: str, value: Any, *, tables: bool = False) -> None:
         """Record one object and, for a Python function, its code and defaults; with ``tables``, what
@@ -147,38 +163,76 @@ class Snapshot:
         kind = type(value)
         if kind is types.FunctionType:
             self.objects[f"{name}.__code__"] = value.__code__
+            self.functions.append((value, value.__code__, value.__defaults__, value.__kwdefaults__))
             for attr in ("__defaults__", "__kwdefaults__"):
                 self.add(f"{name}.{attr}", getattr(value, attr), tables=tables)
         elif (tables and kind in _TABLES and (kind is not tuple or any(type(v) in _TABLES for v in value))
               and name not in _CHANGING_TABLES and not name.endswith(".__builtins__")):
             self.contents[name] = _contents(value)
+            self.tables.append((value, self.contents[name]))
+
+    def unchanged(self) -> bool:
+        """True when every recorded object is still where it was, with the same code, defaults and table
+        contents, and no strict namespace gained or lost a name: then :func:`changes` has nothing to report.
+        False means only "look closer" (:func:`changes` tells what changed, if anything did). It reads the live
+        namespaces by identity, so it costs a few milliseconds where taking a snapshot costs several times that."""
+        if sys.modules is not self.sys_modules:
+            return False
+        for namespace, pairs, keys, skip, names in self.views:
+            get = namespace.get
+            if any(get(name, _MISSING) is not value for name, value in pairs):
+                return False
+            if keys is not None and namespace.keys() - skip != names and keys != frozenset(   # names: modules too
+                    n for n in list(namespace) if n not in skip and type(namespace[n]) is not types.ModuleType):
+                return False
+        if any(f.__code__ is not code or f.__defaults__ is not defaults or f.__kwdefaults__ is not kwdefaults
+               for f, code, defaults, kwdefaults in self.functions):
+            return False
+        return all(_same_contents(held, _contents(table)) for table, held in self.tables)
 
 
 def take_snapshot() -> Snapshot:
     """Record the course package (everything), the exercise registry, and the parts of PyTorch and
     the standard library that checks rely on (functions, classes and modules)."""
     snap = Snapshot()
+    modules = []   # (name, module): sys.modules's entries recorded, read again by Snapshot.unchanged
     for name, module in sorted(sys.modules.items()):
         if name != "course_utils" and not name.startswith("course_utils."):
             continue
         snap.add(f"sys.modules[{name!r}]", module)
+        modules.append((name, module))
         snap.add_namespace(name, vars(module), strict=True, tables=True)
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == name:  # classes defined there
-                snap.add_namespace(f"{name}.{attr}", dict(vars(value)), strict=True, tables=True)
+                snap.add_namespace(f"{name}.{attr}", vars(value), strict=True, tables=True)
     registry = exercises.registry()
+    snap.keys["exercise registry"] = keys = frozenset(registry)
+    snap.views.append((registry, sorted(registry.items()), keys, frozenset(), keys))   # the entries before their fields
     for ex_id, ex in sorted(registry.items()):
         snap.add(f"exercise {ex_id}", ex)
-        for field in ("grade", "reference", "points", "title", "hints"):
-            snap.add(f"exercise {ex_id}.{field}", getattr(ex, field))
-    snap.keys["exercise registry"] = frozenset(registry)
+        fields = {field: getattr(ex, field) for field in ("grade", "reference", "points", "title", "hints")}
+        for field, value in fields.items():
+            snap.add(f"exercise {ex_id}.{field}", value)
+        snap.views.append((_Fields(ex), list(fields.items()), None, frozenset(), frozenset()))
     for name in _WATCHED_MODULES:
         if name in sys.modules:
             snap.add(f"sys.modules[{name!r}]", sys.modules[name])
+            modules.append((name, sys.modules[name]))
             snap.add_namespace(name, vars(sys.modules[name]), strict=False)
     for name, cls in _WATCHED_CLASSES.items():
-        snap.add_namespace(name, dict(vars(cls)), strict=True)
+        snap.add_namespace(name, vars(cls), strict=True)
+    snap.views.append((sys.modules, modules, None, frozenset(), frozenset()))
     return snap
+
+
+class _Fields:
+    """An exercise's fields as a namespace for :meth:`Snapshot.unchanged` (``get`` reads the attribute)."""
+
+    def __init__(self, exercise: Any) -> None:
+        self.exercise = exercise
+
+    def get(self, name: str, default: Any) -> Any:
+        return getattr(self.exercise, name, default)
 
 
 def changes(snap: Snapshot) -> list[str]:
@@ -188,11 +242,17 @@ def changes(snap: Snapshot) -> list[str]:
         MemoryError: there was not enough memory to look (the grader's limit, not tampering).
     """
     try:
-        now = take_snapshot()
+        if snap.unchanged():
+            return []
+        return compare(snap, take_snapshot())
     except MemoryError:
         raise
     except BaseException as e:  # e.g. a patched builtin that the snapshot itself uses
         return [f"Python's builtins or the grader itself (checking them failed with {type_name(e)})"]
+
+
+def compare(snap: Snapshot, now: Snapshot) -> list[str]:
+    """What :func:`changes` reports: the names of what differs between ``snap`` and ``now``, a later snapshot."""
     changed = {name for name, obj in snap.objects.items()
                if (new := now.objects.get(name, _MISSING)) is not obj and not _equivalent(obj, new)}
     changed.update(name for name, held in snap.contents.items() if not _same_contents(held, now.contents.get(name)))

@@ -88,9 +88,27 @@ COUNTED_STORAGE = misconceptions.define(
              "does its storage hold?")
 
 
+#: Hints that answer a mistake the check names: shown first (``course_utils.hint``, the Hint button) when the
+#: learner's last check of the exercise named that code.
+HINT_FOR = {
+    "01.nbytes": {
+        ASSUMED_4_BYTES: "Not every element takes 4 bytes: that is `float32` only. `float64` and `int64` take 8, "
+                         "`float16` 2, `int8`, `uint8` and `bool` 1. Ask the tensor instead of assuming: "
+                         "`t.element_size()` (section 3) gives the bytes of one element of its dtype.",
+        COUNTED_ELEMENTS: "`t.numel()` counts elements, not bytes: each element takes `t.element_size()` bytes "
+                          "(1 to 8, by dtype, section 3). Combine the two.",
+        BYTES_OF_ONE_ELEMENT: "`t.element_size()` is the size of ONE element, whatever the shape. How many "
+                              "elements does `t` have (`t.numel()`, section 2)?",
+        COUNTED_STORAGE: "The storage is the wrong number for a view: `base[::2]` shares its base's storage, "
+                         "which is larger than the view. Count only `t`'s own elements (`t.numel()`), each "
+                         "`t.element_size()` bytes.",
+    },
+}
+
+
 @grader("01.nbytes", points=2, reference=nbytes, title="How many bytes?", hints=(
-    "The storage is the wrong number for a view. Which two facts about `t` itself decide how many bytes a copy "
-    "of its elements takes? Sections 2 and 3 printed both.",
+    "Which two facts about `t` itself decide how many bytes a copy of its elements takes? Sections 2 and 3 "
+    "printed both.",
     "How many elements `t` has (`t.numel()`, section 2), and how many bytes one element of its dtype takes "
     "(`t.element_size()`, section 3). Both work on any device.",
     "Multiply them: `return t.numel() * t.element_size()` (PyTorch's `t.nbytes` gives the same number).",

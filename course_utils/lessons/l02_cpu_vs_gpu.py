@@ -342,8 +342,9 @@ FLOPS_PER_OUTPUT = misconceptions.define(
     question="For a 3×3 product, how many products are summed to make the output `c[0, 0]`?")
 FLOPS_EXACT = misconceptions.define(
     "02.flops-exact-count", "Exact count n²(2n−1), not the 2·n³ convention",
-    "Counted exactly: n multiplications and n − 1 additions per output. The arithmetic is right, but PyTorch's "
-    "counter and quoted GFLOP/s figures round each output up to n multiply-adds: 2·n³.",
+    "Counted exactly: n multiplications and n − 1 additions per output. The arithmetic is right, but the exercise "
+    "asks for the number PyTorch's FLOP counter reports, and the counter (like quoted GFLOP/s figures) rounds each "
+    "output up to n multiply-adds: 2·n³. `counted_flops(2)` says 16, the exact count 12.",
     section=_SECTION_2,
     question="n²(2n−1) counts every multiplication and addition exactly. Why do the FLOP counter and quoted "
              "GFLOP/s figures say 2·n³ instead?")
@@ -385,7 +386,7 @@ def matmul_flops(n):
 _FLOP_SIZES = (7, 0, 1, 2, 3, 16, 100, 1024, 4096, 10**6 + 1, 2**40 + 3)
 
 
-@grader("02.matmul_flops", reference=matmul_flops, title="Count the work of a matmul", hints=(
+@grader("02.matmul_flops", reference=matmul_flops, title="Count a matmul's FLOPs as PyTorch's counter does", hints=(
     "The product has n×n outputs. Write one out for n = 2: how many multiplications, how many additions? "
     "Then compare with `counted_flops(1)`, `counted_flops(2)` and `counted_flops(3)`.",
     "Each output is a sum of n products: n multiplications and n − 1 additions. The counter (like every "
@@ -429,8 +430,10 @@ def _flops_diagnosis(n: int, got: int) -> tuple[str, str]:
         return ("That is 2·n²: one multiply-add per output. But each of the n² outputs needs n "
                 "multiply-adds, one per term of its sum.", FLOPS_PER_OUTPUT)
     if got == n ** 2 * (2 * n - 1):
-        return ("That is the exact count n²(2n−1): n multiplications and n−1 additions per output. "
-                "Well counted! But FLOP rates (GFLOP/s) are quoted with the convention 2·n³; use that.", FLOPS_EXACT)
+        return ("That is the exact count n²(2n−1): n multiplications and n−1 additions per output, right as "
+                "arithmetic. The exercise asks for what PyTorch's FLOP counter reports, though: compare "
+                "`counted_flops(2)`, 16, with your formula's 12. The counter, like every quoted GFLOP/s figure, "
+                "rounds each output up to n multiply-adds: 2n operations per output, 2·n³ in all.", FLOPS_EXACT)
     if got in (int(2 * float(n) ** 3), int(2 * float(n ** 3)), int(float(2 * n ** 3))):
         return ("Your value went through a float on the way and was rounded: floats hold whole numbers "
                 "exactly only up to 2**53. Use integer arithmetic: `2 * n ** 3`.", FLOPS_FLOAT)

@@ -1,6 +1,7 @@
 """Lesson 03 - `.to(device)`: moving tensors and models, and what `.to` returns."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import torch
@@ -457,7 +458,13 @@ def _grade_to_device(fn: Callable) -> str:
                 continue  # MPS has no float64
             shown = _show(case)
             snap = _snapshot(case)
-            got = call(fn, case, target, context=f"to_device({shown}, {target!r})")
+            try:
+                got = call(fn, case, target, context=f"to_device({shown}, {target!r})")
+            except Crashed as e:
+                wrong = _container_reached_to(fn, e, case, target, shown)
+                if wrong is None:
+                    raise
+                raise wrong from None
             where = _changed(snap, "batch")
             if where is not None:
                 raise Wrong(f"Your function changed the structure it was given (in place): after "
@@ -472,6 +479,48 @@ def _grade_to_device(fn: Callable) -> str:
     return (f"Right on {len(cases)} structures (bare tensors, flat and nested dicts, lists and tuples, "
             f"non-tensors) moved to {', '.join(sorted({str(n) for _, n in targets}))}: {checked} calls, "
             "containers kept their type, non-tensors came back as the same objects, inputs untouched.")
+
+
+#: AttributeError's message when `.to` (or `.cuda`) is called on a container: "'tuple' object has no attribute 'to'".
+_NO_TO = re.compile(r"^'(dict|list|tuple)' object has no attribute '(to|cuda)'$")
+_FLAT = {"dict": lambda t: {"x": t}, "list": lambda t: [t], "tuple": lambda t: (t,)}
+
+
+def _container_reached_to(fn: Callable, e: Crashed, case: Any, target: Any, shown: str) -> Wrong | None:
+    """Feedback for code that called `.to` on a container inside the batch (a flat comprehension such as
+    ``{k: v.to(device) ...}`` meeting a tuple inside), or None for any other crash."""
+    match = _NO_TO.match(str(e.error)) if isinstance(e.error, AttributeError) else None
+    if match is None:
+        return None
+    kind, method = match.groups()
+    said = f"Your code raised AttributeError: {str(e.error)!r} for batch = {shown} and device {target!r}."
+    paths = _paths_of_kind(case, kind, "batch", top=True)
+    shown_paths = ", ".join(f"`{p}`" for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
+    inside = None if not paths else shown_paths if len(paths) == 1 else f"one of {shown_paths}"
+    try:   # does it handle a flat container of that kind? Then the nested one is what it missed
+        call(fn, _FLAT[kind](torch.zeros(1)), target)
+        handles_flat = True
+    except Exception:
+        handles_flat = False
+    if inside is not None and handles_flat:
+        return Wrong(f"{said} A {kind} inside the batch ({inside}) reached `.{method}`: your code calls "
+                     f"`.{method}` on each item of a container, and that item is itself a container, which has no "
+                     f"`.{method}`. Only tensors do. Batches nest, so let `to_device` call itself on each item "
+                     "(`to_device(v, device)`) instead of calling `.to` on it: then it handles any depth.",
+                     TOP_LEVEL_ONLY)
+    return Wrong(f"{said} A {kind} reached `.{method}`, which only tensors have: your code does not look inside "
+                 f"{kind}s. Handle them like the other containers: build a new {kind} from `to_device` of each "
+                 "item.", SKIPPED_CONTAINER)
+
+
+def _paths_of_kind(obj: Any, kind: str, path: str, top: bool = False) -> list[str]:
+    """The paths of the containers of type ``kind`` nested inside ``obj`` (``obj`` itself excluded when ``top``)."""
+    found = [path] if not top and type(obj).__name__ == kind else []
+    items = list(obj.items()) if isinstance(obj, dict) else list(enumerate(obj)) if isinstance(obj, (list, tuple)) \
+        else []
+    for key, value in items:
+        found += _paths_of_kind(value, kind, f"{path}[{key!r}]")
+    return found
 
 
 def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, tensors: list,

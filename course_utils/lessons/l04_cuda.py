@@ -14,8 +14,8 @@ import torch
 from .. import device as _device
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Wrong, a_tensor,
-                       call, describe, expect_like, expect_tensor, random_tensor, safe_repr, same_values,
+from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Patched, Wrong,
+                       a_tensor, call, describe, expect_like, expect_tensor, random_tensor, safe_repr, same_values,
                        sample_tensors)
 from ..quizzes import add_quiz
 from .l02_cpu_vs_gpu import NOT_CHECKED
@@ -144,10 +144,20 @@ HARD_CODED_CUDA = misconceptions.define(
 ONLY_CUDA_COUNTED = misconceptions.define(
     "04.only-cuda-counted", "Only CUDA counted as an accelerator",
     "Believes `torch.cuda.is_available()`, or a `.cuda()` that does not fail, says whether there is an "
-    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU (and a device chosen "
-    "once, outside the function, misses an accelerator that appears later, as the check's simulation shows). `torch.accelerator.is_available()` covers every accelerator.",
+    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU. "
+    "`torch.accelerator.is_available()` covers every accelerator.",
     section=("04_cuda", "5. Code that runs anywhere"),
     question="What does `torch.device('cuda' if torch.cuda.is_available() else 'cpu')` give on a Mac with MPS?")
+CHOSEN_ONCE = misconceptions.define(
+    "04.device-chosen-once", "Device chosen once, outside the function",
+    "Reads `torch.accelerator` (or calls a device picker) once, outside the function, and keeps the answer in "
+    "a global (`DEVICE = ...` at the top of the cell); the function then moves every tensor to that fixed "
+    "device, decided when the cell ran. It never sees the machine it is called on: the current device "
+    "changed by `torch.accelerator.set_device_index` or `torch.cuda.set_device`, or, in the check, a simulated "
+    "accelerator. Asking inside the function, each time it runs, follows the machine.",
+    section=("04_cuda", "5. Code that runs anywhere"),
+    question="`DEVICE` is set at the top of a notebook, then `torch.cuda.set_device(1)` runs. Where does "
+             "`t.to(DEVICE)` put `t`, and where does `t.to(torch.accelerator.current_accelerator())`?")
 FIXED_INDEX = misconceptions.define(
     "04.fixed-device-index", "`cuda:0` for the current device",
     "Believes `cuda:0` (or `.cuda(0)`) is the GPU that `.cuda()` means; `.cuda()` and an index-less `cuda` mean "
@@ -189,10 +199,11 @@ def _grade_to_accelerator(fn: Callable) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
 
     # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
-    with OTHER_ACCELERATOR.simulate(fn) as fake:
+    with OTHER_ACCELERATOR.simulate(fn) as fake, _DeviceQueries(answer=fn) as asked:
         for t in cases:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
+            asked.clear()
             try:
                 got = call(fn, t, context=f"{a_tensor(t)} (simulated accelerator: {fake})")
             except Crashed as e:
@@ -206,13 +217,21 @@ def _grade_to_accelerator(fn: Callable) -> str:
                         HARD_CODED_CUDA) from None
                 raise
             got = expect_tensor(got, f"For {a_tensor(t)}, your result")
+            outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
+            if outside is not None and not _names_cuda(fn):
+                raise Wrong(
+                    f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
+                    f"`{fake}`), but your function moved the tensor to `{got.device}`, and it asked nothing about "
+                    f"devices while it ran: it reads `{outside[0]}` (`{outside[1]}`), a device chosen once, outside "
+                    "the function, when its cell ran. Such a function cannot follow the machine it runs on, or a "
+                    "change of current device. Ask inside the function, each time it runs: "
+                    "`torch.accelerator.is_available()`, then `current_accelerator()`.", CHOSEN_ONCE)
             if got.device.type == "cpu":
                 raise Wrong(
                     f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
                     f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
                     "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
-                    "`.cuda()` and falling back, misses every accelerator that is not CUDA (and a device chosen "
-                    "once, outside the function, cannot notice one either): ask "
+                    "`.cuda()` and falling back, misses every accelerator that is not CUDA: ask "
                     "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.",
                     ONLY_CUDA_COUNTED)
             if got.device.type != fake.type:
@@ -261,6 +280,71 @@ def _grade_to_accelerator(fn: Callable) -> str:
         checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
     return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
             f"object when there was none{checked_real}.")
+
+
+#: The questions code asks to choose a device: torch.accelerator's, and each backend's own.
+_DEVICE_QUERIES = ((torch.accelerator, "is_available"), (torch.accelerator, "current_accelerator"),
+                   (torch.accelerator, "current_device_index"), (torch.accelerator, "device_count"),
+                   (torch.cuda, "is_available"), (torch.cuda, "device_count"), (torch.cuda, "current_device"),
+                   (torch.backends.mps, "is_available"), (getattr(torch, "xpu", None), "is_available"))
+
+
+class _DeviceQueries(Patched):
+    """Inside a simulation: notes each device question (:data:`_DEVICE_QUERIES`) the answer asks, through any
+    helper, while it runs; the answers are whatever the simulation says. An answer that asks none chose its
+    device before it was called."""
+
+    def __init__(self, answer: object = None):
+        self.answer = answer
+        self.asked: list[str] = []
+
+    def replacements(self) -> dict:
+        fakes = {}
+        for module, name in _DEVICE_QUERIES:
+            original = getattr(module, name, None) if module is not None else None
+            if callable(original):
+                fakes[module, name] = self._noting(f"{module.__name__}.{name}", original)
+        return fakes
+
+    def _noting(self, label: str, original: Callable) -> Callable:
+        def noted(*args, **kwargs):
+            self.asked.append(label)
+            return original(*args, **kwargs)
+        return noted
+
+    def entered(self) -> list[str]:
+        return self.asked
+
+
+def _device_from_outside(fn: Callable) -> tuple[str, str] | None:
+    """``(name, device)`` of a device the function reads from outside itself (a global or a variable of an
+    enclosing function holding a `torch.device` or a device string), or None."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    found = [(name, cell.cell_contents) for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ())
+             if _filled(cell)]
+    namespace = getattr(fn, "__globals__", {})
+    found += [(name, namespace[name]) for name in code.co_names if name in namespace]
+    for name, value in found:
+        if isinstance(value, torch.device):
+            return name, str(value)
+        if isinstance(value, str) and value.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta"):
+            return name, value
+    return None
+
+
+def _filled(cell: object) -> bool:
+    try:
+        cell.cell_contents   # type: ignore[attr-defined]
+    except ValueError:       # a variable not yet assigned
+        return False
+    return True
+
+
+def _names_cuda(fn: Callable) -> bool:
+    """Whether the answer's own code names CUDA (`.cuda()`, `'cuda'`, `torch.cuda`): its device is CUDA's."""
+    return re.search(r"\bcuda\b", _code(fn)) is not None
 
 
 def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine: Machine) -> None:

@@ -69,9 +69,9 @@ add_quiz(
     ["Both `a * torch.tensor(2.0)` and `a * torch.tensor([2.0])`", "Only `a * torch.tensor(2.0)`",
      "Only `a * torch.tensor([2.0])`", "Neither: both multiply by a CPU tensor"],
     1,
-    "`torch.tensor(2.0)` is 0-dimensional. PyTorch lets a 0-dim CPU tensor take part in an element-wise "
-    "operation on any device, like a Python number. `torch.tensor([2.0])` has one element but one "
-    "dimension, and gets no such pass.",
+    "`torch.tensor(2.0)` is 0-dimensional. PyTorch lets one 0-dim CPU tensor take part in an operation of two "
+    "tensors (`+`, `*`, comparisons...) or `torch.where` on any device, like a Python number. "
+    "`torch.tensor([2.0])` has one element but one dimension, and gets no such pass.",
 )
 add_quiz(
     "06.weights_only",
@@ -145,7 +145,7 @@ FORGOT_PARAMETERS = misconceptions.define(
              "and bias live, and which call lists them?")
 ZERO_DIM_EXEMPTED = misconceptions.define(
     "06.zero-dim-exempted", "Left out 0-dim CPU tensors",
-    "Took the 0-dim exception (a 0-dim CPU tensor may join an element-wise operation on any device) to mean such "
+    "Took the 0-dim exception (a 0-dim CPU tensor may join an operation of two tensors on any device) to mean such "
     "a tensor is on every device. It is still on the CPU: on a GPU, per-argument operations such as `torch.addmm` "
     "refuse it, and `Module.to` would move it.",
     section=("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
@@ -367,7 +367,7 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
         names = ", ".join(f"`{n}`" for n in sorted(skipped))
         one = len(skipped) == 1
         reasons.append(f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section 7's "
-                       "pass lets a 0-dim CPU tensor join element-wise operations on any device, but "
+                       "pass lets a 0-dim CPU tensor join an operation of two tensors on any device, but "
                        f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
                        "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
                        "refuse such a tensor, and `model.to(device)` would move it). "

@@ -427,7 +427,9 @@ STACK_DIM_KEPT = misconceptions.define(
 SUM_PROMOTES = misconceptions.define(
     "07.sum-promoted-int", "`torch.sum` turned small integers into `int64`",
     "Expects `torch.sum` to keep the dtype; for integer (and bool) tensors it returns `int64` unless told "
-    "`dtype=`, while `+` keeps the dtype of its operands.",
+    "`dtype=`, while `+` keeps the dtype of its operands. Since issue 33 the check of 07.sum_batches accepts "
+    "that int64 for integer batches (an exact sum; the exercise is about the copy), so new reports no longer "
+    "name this code; it stays so that older reports still read.",
     section=("07_transfer_cost", "5. Move data once › Exercise 07.sum_batches"),
     question="What dtype does `torch.stack([a, a]).sum(0)` have for `int32` batches, and how do you keep "
              "`int32`?")
@@ -490,6 +492,8 @@ def _label(batches: list[torch.Tensor], device: torch.device) -> str:
 
 def _values_match(got: torch.Tensor, want: torch.Tensor) -> bool:
     got, want = got.cpu(), want.cpu()
+    if _promoted_sum(got.dtype, want.dtype):   # torch.sum's int64 for integer batches: compare exactly in int64
+        want = want.to(torch.int64)
     if want.dtype.is_floating_point:
         tol = {torch.float16: (1e-2, 2e-2), torch.float32: (1e-5, 1e-5)}.get(want.dtype, (1e-10, 1e-10))
         return bool(torch.allclose(got.double(), want.double(), rtol=tol[0], atol=tol[1]))
@@ -539,7 +543,7 @@ def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], dev
             why, code = "", misconceptions.WRONG_SHAPE
         raise Wrong(f"With {label}, the sum has shape {tuple(want.shape)}, your result has shape "
                     f"{tuple(got.shape)}.{why}", code)
-    if got.dtype != want.dtype:
+    if got.dtype != want.dtype and not _promoted_sum(got.dtype, want.dtype):
         if not want.dtype.is_floating_point and got.dtype == torch.int64:
             why, code = (" `torch.sum` turns small integer types into int64: pass `dtype=` "
                          "(e.g. `.sum(dim=0, dtype=stacked.dtype)`) or add with `+`."), SUM_PROMOTES
@@ -556,6 +560,12 @@ def _preview(t: torch.Tensor, count: int = 4) -> str:
     values = t.detach().cpu().flatten()[:count].tolist()
     text = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in values)
     return f"[{text}{', …' if t.numel() > count else ''}]"
+
+
+def _promoted_sum(got: torch.dtype, want: torch.dtype) -> bool:
+    """Whether ``got`` is the int64 that `torch.sum` gives for integer batches of dtype ``want``: an exact sum of
+    the batches too, accepted (the task is one copy and adding on the device, not the reduction's dtype rule)."""
+    return got == torch.int64 and not (want.is_floating_point or want.is_complex or want == torch.bool)
 
 
 def _diagnose_values(got: torch.Tensor, want: torch.Tensor, batches: list[torch.Tensor]) -> tuple[str, str]:
@@ -688,8 +698,8 @@ def _no_accelerator_feedback(e: Crashed) -> Wrong | None:
     "Moving each batch separately pays the latency once per batch. How can you put all the batches "
     "into a single tensor while they are still on the CPU?",
     "`torch.stack(batches)` makes one tensor with a new first dimension, one row per batch. Move that "
-    "with a single `.to(device)`, then add along the first dimension on the device. `torch.sum` turns "
-    "small integer types into int64, so ask it to keep the dtype.",
+    "with a single `.to(device)`, then add along the first dimension on the device (`.sum(dim=0)`). For "
+    "integer batches `torch.sum` gives int64, which the check accepts; `dtype=stacked.dtype` keeps theirs.",
     "`stacked = torch.stack(batches).to(device)` then "
     "`return stacked.sum(dim=0, dtype=stacked.dtype)`",
 ))
@@ -723,9 +733,13 @@ def _grade_sum_batches(fn: Callable) -> str:
 
     where = ", ".join(str(d) for d in value_devices)
     counted = ", ".join(str(d) for d in count_devices)
+    ints = call(fn, [torch.ones(2, dtype=torch.int32), torch.ones(2, dtype=torch.int32)], torch.device("cpu"))
+    note = (" Your integer sums come back as int64, as `torch.sum` gives them (an exact sum, accepted); "
+            "`.sum(dim=0, dtype=stacked.dtype)` or `+` would keep the batches' dtype."
+            if is_tensor(ints) and ints.dtype == torch.int64 else "")
     return (f"Right: values on {where} for 1 to 6 batches, 7 dtypes and shapes from 0-d to 3-d; "
             f"exactly one host→device transfer carrying every batch, and the adding done on the device "
-            f"(counted on {counted}).")
+            f"(counted on {counted}).{note}")
 
 
 # --- exercise 07.capstone -------------------------------------------------------------------------
@@ -1187,10 +1201,21 @@ def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn
                     f"{want_total.item():.6g}.{mean}", MEAN_NOT_SUM if mean else misconceptions.WRONG_VALUE)
 
 
+#: Hints that answer what the last check said (``course_utils.hint``, the Hint button show it first).
+HINT_FOR = {
+    "07.capstone": {
+        misconceptions.NOT_ATTEMPTED: "Delete the `raise NotImplementedError` line, run the cell and check: the "
+                                      "check then runs the script and stops at its first bug, as a GPU would, "
+                                      "and names it. Six bugs hide in the script; fix one at a time.",
+    },
+}
+
+
 @grader("07.capstone", points=12, reference=Classifier, title="Capstone: a training script with device bugs", hints=(
-    "Delete the `raise NotImplementedError` line and run the check: it stops at the first bug, as a GPU would, "
-    "and names it. Or run the script yourself on `target` in the cell below it: the error appears where a GPU "
-    "raises it, and `cu.explain_error()` explains it. Six bugs hide in the script; fix one at a time.",
+    "Six bugs hide in the script; fix one at a time. The check stops at the first bug, as a GPU would, and "
+    "names it (it runs the script only once the `raise NotImplementedError` line is gone). Or run the script "
+    "yourself on `target` in the cell below it: the error appears where a GPU raises it, and "
+    "`cu.explain_error()` explains it.",
     "Ask the course's tools where things live: `cu.explain_devices(model, inputs)` lists every parameter, buffer, "
     "plain attribute and input with its device; `cu.show_devices(model, optimizer)` maps the optimizer's state "
     "too; `transfer.count_copies(target)` counts the copies (and a value read back each step).",

@@ -3,7 +3,9 @@ follow a known distribution, written as the grader writes its CSV.
 
 For each exercise, the first share of students (in a fixed order) passes, then each of the exercise's
 misconceptions takes its own block of students, then a block has not attempted it. Students are numbered, so the
-counts the report must find are known exactly (:attr:`GeneratedClass.expected`).
+counts the report must find are known exactly (:attr:`GeneratedClass.expected`). The blocks are 1 to 3 students
+each, or, ``skewed``, as a real class's are: an exercise's first mistake a quarter of the class, its second a
+tenth, the others one student each.
 """
 from __future__ import annotations
 
@@ -74,7 +76,16 @@ class GeneratedClass:
         return out.getvalue()
 
 
-def generate(students: int = 40) -> GeneratedClass:
+def _blocks(students: int, mistakes: int, share: int, skewed: bool) -> list[int]:
+    """How many students show each of an exercise's mistakes (then, last, how many did not attempt it)."""
+    if not skewed:
+        return [share] * (mistakes + 1)
+    sizes = ([students // 4, students // 10] + [1] * mistakes)[:mistakes] + [1]
+    assert sum(sizes) <= students * 3 // 4, f"too small a class for {mistakes} skewed mistakes"
+    return [max(1, n) for n in sizes]
+
+
+def generate(students: int = 40, skewed: bool = False) -> GeneratedClass:
     """A class of ``students`` (``s0001``...): each exercise's outcome by the student's number (see the module)."""
     gen = GeneratedClass(students)
     codes = exercise_codes()
@@ -91,10 +102,12 @@ def generate(students: int = 40) -> GeneratedClass:
             share = 1 + (int(ex_id.replace(".", "").encode().hex(), 16) % 3)   # 1..3 students per mistake,
             share = max(1, min(share, students * 3 // 4 // (len(mine) + 1)))   # a quarter or more passing
             assert students >= len(mine) + 1, f"too small a class for {ex_id}'s {len(mine)} mistakes"
-            passed = students - share * (len(mine) + 1)
+            sizes = _blocks(students, len(mine), share, skewed)
+            passed = students - sum(sizes)
             attempted = passed
+            starts = [passed + sum(sizes[:i]) for i in range(len(sizes))]
             for n in range(students):
-                block = (n - passed) // share if n >= passed else -1
+                block = max(i for i, start in enumerate(starts) if start <= n) if n >= passed else -1
                 if n < passed:
                     outcomes[n, ex_id] = (True, "")
                 elif block < len(mine):

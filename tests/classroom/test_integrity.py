@@ -301,3 +301,52 @@ def test_verify_frees_memory_then_says_the_grader_ran_out(monkeypatch):
     monkeypatch.setattr(integrity, "changes", never)
     with pytest.raises(integrity.GraderLimit, match="the grader ran out of memory"):
         integrity.verify(snap, lambda: None)
+
+
+# --- the quick look: Snapshot.unchanged says "nothing changed" only when the full comparison finds nothing ---------
+
+def _tamperings():
+    """(what, do, undo): changes the full comparison reports, each undone after."""
+    from course_utils import errors, exercises, grading
+    ex = exercises.get_exercise("01.nbytes")
+    check, points, kind = grading.expect_int, ex.points, exercises.Exercise.__dict__["kind"]
+    code, defaults = check.__code__, check.__defaults__
+
+    yield "a function replaced", lambda: setattr(grading, "expect_int", len), lambda: setattr(grading, "expect_int", check)
+    yield "a name added to a course module", lambda: setattr(grading, "extra", 1), lambda: delattr(grading, "extra")
+    yield "a function's code swapped", lambda: setattr(check, "__code__", (lambda *a, **k: 0).__code__), \
+        lambda: setattr(check, "__code__", code)
+    yield "a function's defaults changed", lambda: setattr(check, "__defaults__", (None,) * len(defaults or (0,))), \
+        lambda: setattr(check, "__defaults__", defaults)
+    yield "an exercise's field", lambda: object.__setattr__(ex, "points", 99), \
+        lambda: object.__setattr__(ex, "points", points)
+    yield "a registry entry removed", lambda: exercises._REGISTRY.pop("01.nbytes"), \
+        lambda: exercises._REGISTRY.__setitem__("01.nbytes", ex)
+    yield "a course table's contents", lambda: errors.LESSONS.__setitem__("devices", ("08_field_guide", "x")), \
+        lambda: errors.LESSONS.__setitem__("devices", ("06_mismatch_errors", "1. Meet the error"))
+    yield "a class attribute", lambda: setattr(exercises.Exercise, "kind", property(lambda self: "function")), \
+        lambda: setattr(exercises.Exercise, "kind", kind)
+    yield "a Tensor method", lambda: setattr(torch.Tensor, "equal", lambda *a: True), \
+        lambda: delattr(torch.Tensor, "equal")
+    yield "torch.allclose", lambda: setattr(torch, "allclose", lambda *a, **k: True), \
+        lambda: setattr(torch, "allclose", torch._C._VariableFunctions.allclose)
+    yield "a module in sys.modules", lambda: sys.modules.__setitem__("course_utils.grading", textwrap), \
+        lambda: sys.modules.__setitem__("course_utils.grading", grading)
+
+
+import sys  # noqa: E402
+
+
+@pytest.mark.parametrize("what", [t[0] for t in _tamperings()])
+def test_the_quick_look_never_misses_what_the_full_comparison_reports(what):
+    do, undo = next((d, u) for w, d, u in _tamperings() if w == what)
+    snap = integrity.take_snapshot()
+    assert snap.unchanged() and integrity.changes(snap) == []
+    do()
+    try:
+        reported = integrity.compare(snap, integrity.take_snapshot())
+        looked = snap.unchanged()
+    finally:
+        undo()
+    assert reported and not looked, (what, reported)
+    assert snap.unchanged() and integrity.changes(snap) == []
