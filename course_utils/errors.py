@@ -977,9 +977,9 @@ FAMILIES: tuple[Family, ...] = (
                  "GetCPUAllocatorMaybePinned, aten/src/ATen/EmptyTensor.cpp: verbatim in libtorch_cpu.so 2.13; real "
                  "run: torch.empty(3, pin_memory=True) (2.13 CPU build)"),
          Wording("Need to provide pin_memory allocator to use pin memory.",
-                 "the same call in earlier 2.x and 1.x (the wording before; learner reports)",
-                 "GetCPUAllocatorMaybePinned, EmptyTensor.cpp, in older copies of PyTorch's source; absent from "
-                 "libtorch_cpu.so 2.13"),
+                 "the same call in 2.7 (checked) and earlier 2.x and 1.x (the wording before)",
+                 "GetCPUAllocatorMaybePinned, EmptyTensor.cpp, in older copies of PyTorch's source; in "
+                 "libtorch_cpu.so 2.7, absent from libtorch_cpu.so 2.13"),
          Wording("'pin_memory' argument is set as true but no accelerator is found, then device pinned memory won't "
                  "be used.",
                  "`DataLoader(..., pin_memory=True)` without an accelerator: a UserWarning, and the batches come "

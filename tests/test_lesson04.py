@@ -288,7 +288,9 @@ def test_cuda_docstring_and_index_free_device():
 
 
 def test_default_device_is_cpu_and_meta_block_changes_it():
-    assert torch.get_default_device().type == "cpu"
+    # where new tensors go, asked as the lessons ask it (on 2.7, torch.get_default_device() itself raises after an
+    # earlier torch.set_default_device(None) in the same process; 2.13 does not)
+    assert torch.empty(0).device.type == "cpu"
     with torch.device("meta"):
         assert torch.randn(2).device.type == "meta"
     assert torch.randn(2).device.type == "cpu"
