@@ -1,6 +1,7 @@
 """Device choice: the one place that decides where the course's tensors go."""
 from __future__ import annotations
 
+import functools
 import os
 from typing import Optional
 
@@ -8,6 +9,8 @@ import torch
 
 #: Environment variable that overrides the automatic choice, e.g. ``COURSE_DEVICE=cpu``.
 DEVICE_ENV = "COURSE_DEVICE"
+#: The name of the course's simulated GPU (:mod:`course_utils.simdevice`), which ``COURSE_DEVICE`` may name.
+SIMULATED = "simgpu"
 #: Environment variable that makes a missing accelerator an error (used by the GPU CI job).
 REQUIRE_ENV = "COURSE_REQUIRE_ACCELERATOR"
 
@@ -45,6 +48,11 @@ def chosen_by_user() -> bool:
     return bool(os.environ.get(DEVICE_ENV, "").strip())
 
 
+def simulated_by_user() -> bool:
+    """Whether ``COURSE_DEVICE`` asks for the course's simulated GPU (``simgpu`` or ``simgpu:0``)."""
+    return os.environ.get(DEVICE_ENV, "").strip().split(":")[0] == SIMULATED
+
+
 def accelerator_required() -> bool:
     """Whether ``COURSE_REQUIRE_ACCELERATOR`` asks for a real accelerator (e.g. on a GPU CI runner)."""
     return os.environ.get(REQUIRE_ENV, "").strip().lower() in {"1", "true", "yes"}
@@ -61,6 +69,16 @@ def best_device() -> torch.device:
             or ``COURSE_DEVICE`` names a device type that is not available.
     """
     override = os.environ.get(DEVICE_ENV, "").strip()
+    if override and simulated_by_user():
+        if override not in (SIMULATED, f"{SIMULATED}:0"):
+            raise RuntimeError(f"{DEVICE_ENV}={override!r}: a lesson runs on {SIMULATED}:0 (its second device, "
+                               f"{SIMULATED}:1, is the lessons' to use). Set {DEVICE_ENV}={SIMULATED}.")
+        try:
+            return torch.device(SIMULATED, 0)
+        except RuntimeError:
+            raise RuntimeError(f"{DEVICE_ENV}={override!r}: the simulated GPU exists once cu.setup() has registered "
+                               "it, on PyTorch 2.10 or later. Run the setup cell first, or unset "
+                               f"{DEVICE_ENV}.") from None
     if override:
         try:
             device = torch.device(override)
@@ -88,6 +106,25 @@ def best_device() -> torch.device:
             )
         return torch.device("cpu")
     return torch.device(acc.type, torch.accelerator.current_device_index())
+
+
+def warm_up() -> None:
+    """Start the accelerator's runtime (CUDA's context and the like) now, once per process, so that the first
+    time-limited check or timed call does not pay for it: on a busy GPU it can take seconds. Without an
+    accelerator, or where it cannot start, nothing happens (the work that needs it will say why)."""
+    acc = accelerator()
+    if acc is not None and acc.type != SIMULATED:
+        _start(str(acc))
+
+
+@functools.cache
+def _start(device_type: str) -> bool:
+    try:
+        torch.empty(1, device=device_type)
+        torch.accelerator.synchronize()
+    except Exception:  # a driver that cannot start: left to the code that uses it, which says so
+        return False
+    return True
 
 
 def make_current(device: torch.device) -> None:

@@ -10,7 +10,8 @@ Three kinds of CUDA kernels, as PyTorch's code generator makes them (``data/cuda
   ``index``...). No CPU scalar is let through.
 * **TensorIterator** kernels (element-wise math, comparisons, reductions): the first non-CPU operand sets the device;
   a 0-dim CPU tensor may take part as an input of a binary operation (in place too: ``x += torch.tensor(1.)``), of
-  ``where`` (which moves it itself), and as ``lerp``'s weight from 2.6.
+  ``where`` (which moves it itself), as ``lerp``'s weight from 2.6, and as ``addcmul``'s ``tensor2`` (its kernel
+  refuses one as ``self`` or ``tensor1`` with a message of its own).
 * **their own checks** (advanced indexing, ``masked_fill``, convolution, copies): rules of their own below.
 
 A handful of composite operations (no CUDA kernel of their own) are checked as the kernel they call on a GPU.
@@ -53,6 +54,15 @@ MKLDNN_CONVOLUTION = frozenset({"Mkldnn", "MkldnnTranspose"})
 #: those that let one in at a given argument from a release on (``lerp``'s weight, 2.6).
 ANY_CPU_SCALARS = frozenset({"where"})
 CPU_SCALAR_ARGUMENT = {"lerp": ("weight", (2, 6)), "lerp_": ("weight", (2, 6))}
+#: TensorIterator operations of more than two inputs that let one 0-dim CPU tensor in (``allow_cpu_scalars``), whose
+#: CUDA kernel then refuses it at some arguments with a message of its own (``PointwiseOpsKernel.cu``, 2.7 to 2.15):
+#: ``addcmul`` reads a CPU scalar as ``tensor2`` only.
+OWN_CPU_SCALAR_CHECKS = {"addcmul": {
+    "self": "CPU Scalar support for self argument is not supported when calling addcmul on CUDA tensors.",
+    "tensor1": "CPU Scalar support for tensor1 argument is not supported when calling addcmul on CUDA tensors. "
+               "However, CPU Scalar support for tensor2 is supported, please swap your tensor1 and tensor2 terms."}}
+#: TensorIterator's refusal of a second CPU scalar where it lets one in.
+TOO_MANY_CPU_SCALARS = "Trying to pass too many CPU scalars to non-CPU kernel!"
 
 
 class Refusal(NamedTuple):
@@ -268,22 +278,30 @@ def _tensor_iterator(func: Any, args: tuple, kwargs: dict,
               if not writes(arg) or (arg.name == "self" and not arg.kwarg_only)]   # an in-place self is read too
     packet = func.overloadpacket.__name__
     scalar_at = CPU_SCALAR_ARGUMENT.get(packet)
+    own_checks = OWN_CPU_SCALAR_CHECKS.get(packet.rstrip("_"))
     operands = outputs + [t for _, t in inputs if not any(t is o for o in outputs)]
     common = next((t.device for t in operands if on_device(t)), None)
     if common is None:
         return None
+    let_in = []   # the CPU scalars TensorIterator lets in, by argument name
     for position, (name, t) in enumerate(inputs):
         if t.device == common or any(t is o for o in outputs):
             continue
         scalar = t.dim() == 0 and not on_device(t)
-        if scalar and (packet in ANY_CPU_SCALARS or len(inputs) == 2
+        if scalar and packet in ANY_CPU_SCALARS:
+            continue
+        if scalar and (len(inputs) == 2 or own_checks is not None
                        or (scalar_at and name == scalar_at[0] and release() >= scalar_at[1])):
+            if let_in:
+                return Refusal(RuntimeError, TOO_MANY_CPU_SCALARS)
+            let_in.append(name)
             continue
         return Refusal(RuntimeError, elementwise_message(common, t.device))
     for t in outputs:
         if t.device != common:
             return Refusal(RuntimeError, elementwise_message(common, t.device))
-    return None
+    refused = next((own_checks[name] for name in let_in if own_checks and name in own_checks), None)
+    return Refusal(RuntimeError, refused) if refused else None
 
 
 def _convolution(on_device: Callable[[torch.Tensor], bool], input: torch.Tensor, weight: torch.Tensor,

@@ -68,6 +68,7 @@ LESSONS: dict[str, tuple[str, str]] = {
     "no-accelerator": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
     "op-devices": ("06_mismatch_errors", "1. Meet the error"),
     "cpu-scalars": ("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
+    "addcmul-scalar": ("06_mismatch_errors", "Going further (optional) › Operations that refuse the 0-dim pass"),
     "leaf": ("03_to_device", "Going further (optional) › Training a tensor you moved"),
     "sync-debug": ("07_transfer_cost", "Going further (optional) › Let PyTorch point at every synchronisation"),
     "generator": (FIELD_GUIDE, "Going further (optional) › Default devices, samplers and generators"),
@@ -187,8 +188,8 @@ def _not_none(groups: dict) -> bool:
 #: The rule every device mismatch breaks (the first sentence of a mismatch's cause names the tensors).
 _RULE = ("PyTorch runs each operation on one device and does not move tensors for you (apart from a few "
          "edges: one 0-dim CPU tensor as an operand of a binary operation like `x * torch.tensor(2.0)`, 0-dim CPU "
-         "tensors in `torch.where`, and `torch.lerp`'s weight from 2.6, but not in `addcmul`, `clamp(min=t)` or "
-         "`addmm`; a CPU index in `x[idx]`), so the model's "
+         "tensors in `torch.where`, `torch.lerp`'s weight from 2.6 and `addcmul`'s last factor, but not `clamp(min=t)` "
+         "or `addmm`; a CPU index in `x[idx]`), so the model's "
          "parameters, the input and anything made inside `forward` must all be on one device.")
 
 _GENERATOR_RULE = ("Usually `torch.set_default_device(\"cuda\")` is at work: a shuffling `DataLoader`'s sampler "
@@ -640,6 +641,23 @@ FAMILIES: tuple[Family, ...] = (
         "Make them numbers, `a.item()`, or create them on the GPU: `torch.tensor(2.0, device=device)` (or "
         "`a = a.to(device)`). A number in Python (`x * 2.0`) never needs a device."),
     Family(
+        "addcmul-scalar", "A 0-dim CPU tensor in `addcmul` where its GPU kernel refuses one",
+        (r"CPU Scalar support for (?P<arg>self|tensor1) argument is not supported when calling addcmul on CUDA "
+         r"tensors",),
+        (Wording("CPU Scalar support for tensor1 argument is not supported when calling addcmul on CUDA tensors. "
+                 "However, CPU Scalar support for tensor2 is supported, please swap your tensor1 and tensor2 terms.",
+                 "CUDA, `torch.addcmul`/`addcmul_` with a 0-dim CPU `tensor1`; 2.7 and 2.15 checked, and a real run "
+                 "on 2.11 (H100)",
+                 "addcmul_cuda_kernel, aten/src/ATen/native/cuda/PointwiseOpsKernel.cu: verbatim in libtorch_cuda.so "
+                 "2.7 and 2.15"),
+         Wording("CPU Scalar support for self argument is not supported when calling addcmul on CUDA tensors.",
+                 "CUDA, `torch.addcmul` with a 0-dim CPU `input`; 2.7 and 2.15 checked",
+                 "the same kernel: verbatim in libtorch_cuda.so 2.7 and 2.15")),
+        "`addcmul(input, tensor1, tensor2)` on the GPU lets one 0-dim CPU tensor in, and reads it as a number only "
+        "as `tensor2`, its last factor; as `input` or `tensor1` its kernel refuses it in words of its own.",
+        "Pass the CPU value as `tensor2` (the product is the same: `torch.addcmul(x, a, s)` for `torch.addcmul(x, "
+        "s, a)`), or make it a number (`s.item()`) or put it on the GPU: `s.to(device)`."),
+    Family(
         "data-parallel", "DataParallel with its model off `device_ids[0]`",
         (r"module must have its parameters and buffers on device (?P<b>" + _DEV + r") \(device_ids\[0\]\) but found "
          r"one of them on device: (?P<a>" + _DEV + r")",),
@@ -647,7 +665,8 @@ FAMILIES: tuple[Family, ...] = (
                  "on device: cpu", "CUDA GPUs only; " + _ALL,
                  "torch/nn/parallel/data_parallel.py in 2.7, 2.8, 2.13, 2.14"),),
         "`nn.DataParallel` copies the model from `device_ids[0]` to every GPU on each call, so it first checks "
-        "that every parameter and buffer is already on that GPU. One is not: the model was never moved, or a "
+        "that every parameter and buffer is already on that GPU. One is not: the model was never moved (with one "
+        "GPU the wrapper moves it when it is made, with several it does not), it was moved away again, or a "
         "layer was added after moving it.",
         _data_parallel_fix("cuda:0"), tailor=_tailor_data_parallel),
     Family(

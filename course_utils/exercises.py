@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from . import misconceptions, standin
+from . import device as _device, misconceptions, standin
 from .errors import explain_error
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
@@ -134,6 +134,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     printed = io.StringIO()
     status, feedback, code, earned = FAILED, "", "", 0
     seconds = TIME_LIMIT if timeout is None else timeout
+    _device.warm_up()   # the accelerator's start-up is not the answer's time
     try:
         with standin.paused(), time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):

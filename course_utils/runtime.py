@@ -68,7 +68,10 @@ def banner(device: torch.device) -> str:
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
                      f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
     acc = _device.accelerator()
-    if simdevice.is_simulated(device):
+    if simdevice.is_simulated(device) and acc is not None and not simdevice.is_simulated(acc):
+        lines += [f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the simulated GPU.",
+                  SIMULATED_LINE]
+    elif simdevice.is_simulated(device):
         lines += [no_accelerator_advice(), SIMULATED_LINE]
     elif acc is None:
         lines.append(no_accelerator_advice())
@@ -112,7 +115,8 @@ def setup(lesson: str | None = None) -> torch.device:
 
     In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
     is explained under its traceback. Without an accelerator it registers the simulated GPU and hands out
-    ``simgpu:0`` (:mod:`course_utils.simdevice`, PyTorch 2.10 and later); where that cannot be, or on the CPU
+    ``simgpu:0`` (:mod:`course_utils.simdevice`, PyTorch 2.10 and later; ``COURSE_DEVICE=simgpu`` asks for it even
+    where there is an accelerator, e.g. for a class that should all see the same); where that cannot be, or on the CPU
     that ``COURSE_DEVICE`` chose, it switches on the stand-in GPU
     (:func:`course_utils.standin.enable`, in the calling thread): the lessons' ``meta`` tensors then refuse
     CPU tensors with the error a CUDA GPU raises. With an accelerator it is switched off.
@@ -123,6 +127,8 @@ def setup(lesson: str | None = None) -> torch.device:
     """
     from . import extension  # imports only the error catalogue: no floor above this one
     extension.enable()
+    if _device.simulated_by_user():   # COURSE_DEVICE=simgpu: the simulated GPU, even where a real one is
+        simdevice.enable()
     device = _device.best_device()
     if device.type == "cpu" and not _device.chosen_by_user() and simdevice.wanted():
         device = simdevice.enable()

@@ -33,10 +33,11 @@ from typing import Any, Iterator
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
+from .device import SIMULATED
 from .devicerules import Refusal, elementwise_message, judge, op_key
 
 #: The device type's name: nobody mistakes it for hardware.
-NAME = "simgpu"
+NAME = SIMULATED
 #: How many simulated devices there are.
 COUNT = 2
 #: Said under the first device error of a session.

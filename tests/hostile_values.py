@@ -42,6 +42,9 @@ class ClaimsToBe:
 
     __hash__ = object.__hash__
 
+    def __repr__(self):   # stable, so test ids agree across processes (pytest-xdist on a GPU machine)
+        return f"ClaimsToBe({self.value!r})"
+
 
 class EqualsAnything(torch.Tensor):
     """A tensor class whose ``__torch_function__`` says it equals whatever it is compared with."""

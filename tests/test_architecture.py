@@ -163,7 +163,7 @@ FLOORS = [
      "results", "errors",
      "devicemap", "devicemap.blocks", "devicemap.render", "devicemap.model"],   # looking at devices, plain data
     ["grading", "timing", "extension"],
-    ["exercises", "quizzes", "runtime", "transfer"],
+    ["exercises", "quizzes", "runtime", "transfer", "reference"],
     ["lessons", "mismatch", "notebook"],
     ["store"],
     ["learner", "widgets"],

@@ -1,7 +1,10 @@
 """course_utils.device and course_utils.runtime: device choice, override, banner."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -9,7 +12,8 @@ import pytest
 import torch
 
 from course_utils import device as dev
-from course_utils import runtime, standin, text
+import course_utils as cu
+from course_utils import runtime, simdevice, standin, text
 from course_utils.grading import simulated_accelerator
 
 
@@ -186,6 +190,7 @@ def test_setup_on_a_cpu_only_machine_switches_the_stand_in_on(monkeypatch, capsy
 def test_the_stand_in_is_on_in_the_thread_that_ran_setup_only(monkeypatch):
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
     monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
+    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)   # a GPU run's: this test plays a machine without one
     monkeypatch.setattr(standin, "_note_pending", False)
     runtime.setup()
     seen = []
@@ -230,3 +235,54 @@ def _simgpu_registered() -> bool:
         return True
     except RuntimeError:
         return False
+
+
+# --- COURSE_DEVICE=simgpu, and the accelerator's start-up --------------------------------------------------------
+
+@pytest.mark.skipif(not simdevice.available(), reason="the simulated GPU needs PyTorch 2.10+")
+def test_course_device_simgpu_hands_out_the_simulated_gpu_even_where_a_real_one_is():
+    """A class that should all see the same course, and the simulated GPU's own tests on a GPU machine."""
+    code = "import course_utils as cu, torch; d = cu.setup(); print(d, (torch.ones(2, device=d) + 1).device)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, dev.DEVICE_ENV: "simgpu"})
+    assert done.stdout.split()[-2:] == ["simgpu:0", "simgpu:0"], done.stdout + done.stderr
+    assert "Simulated GPU: simgpu:0 and simgpu:1" in " ".join(done.stdout.split())
+
+
+def test_course_device_names_the_simulated_gpu_at_index_0_only_and_after_setup(monkeypatch):
+    monkeypatch.setenv(dev.DEVICE_ENV, "simgpu:1")
+    with pytest.raises(RuntimeError, match="a lesson runs on simgpu:0"):
+        dev.best_device()
+    monkeypatch.setenv(dev.DEVICE_ENV, "simgpu")
+    assert dev.simulated_by_user() and dev.chosen_by_user()
+    if not simdevice.is_enabled():   # this process never registers it (conftest)
+        with pytest.raises(RuntimeError, match="exists once cu.setup"):
+            dev.best_device()
+
+
+def test_a_check_starts_the_accelerator_before_its_time_limit(monkeypatch):
+    """CUDA's start-up (seconds on a busy GPU; an H100 shared by 14 test processes took more than 2 s) must not count
+    as the learner's time: cu.check starts it first."""
+    from course_utils import exercises
+    order = []
+    monkeypatch.setattr(dev, "warm_up", lambda: order.append("warm"))
+    real_limit = exercises.time_limit
+
+    def limit(seconds):
+        order.append("limit")
+        return real_limit(seconds)
+    monkeypatch.setattr(exercises, "time_limit", limit)
+    cu.check("01.nbytes", lambda t: t.numel() * t.element_size())
+    assert order[:2] == ["warm", "limit"]
+
+
+def test_warm_up_is_harmless_without_an_accelerator_and_with_one_that_cannot_start(monkeypatch):
+    dev.warm_up()   # here: whatever the machine has, it returns
+    monkeypatch.setattr(dev, "accelerator", lambda: torch.device("cuda"))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no driver")))
+    dev._start.cache_clear()
+    try:
+        dev.warm_up()
+        assert dev._start("cuda") is False
+    finally:
+        dev._start.cache_clear()

@@ -828,7 +828,8 @@ def test_the_calls_that_print_cannot_access_accelerator_on_a_cpu_only_build():
 
 
 def test_the_rule_states_the_zero_dim_edges_exactly():
-    """Only binary operations (one 0-dim CPU tensor), `torch.where` and `lerp`'s weight from 2.6 take one on a GPU;
+    """Only binary operations (one 0-dim CPU tensor), `torch.where`, `lerp`'s weight from 2.6 and `addcmul`'s tensor2
+    take one on a GPU;
     the course's data of CUDA's checks (devicerules) agrees, run with meta as the GPU."""
     from course_utils import devicerules as rules
     rule = errors._RULE
@@ -840,7 +841,16 @@ def test_the_rule_states_the_zero_dim_edges_exactly():
     aten = torch.ops.aten
     assert rules.judge(aten.mul.Tensor, (gpu, cpu0), {}, meta) is None                       # binary: allowed
     assert rules.judge(aten.where.self, (gpu > 0, cpu0, torch.tensor(0.0)), {}, meta) is None
-    assert rules.judge(aten.addcmul.default, (gpu, cpu0, gpu), {}, meta) is not None          # ternary: refused
+    assert rules.judge(aten.addcdiv.default, (gpu, gpu, cpu0), {}, meta) is not None          # ternary: refused
+    # addcmul lets one in and reads it as tensor2 only; elsewhere its kernel refuses it in its own words (as a real
+    # H100 did on 2.11: "CPU Scalar support for tensor1 argument is not supported ..."); two are too many
+    assert rules.judge(aten.addcmul.default, (gpu, gpu, cpu0), {}, meta) is None
+    tensor1 = rules.judge(aten.addcmul.default, (gpu, cpu0, gpu), {}, meta)
+    assert tensor1.message.startswith("CPU Scalar support for tensor1 argument is not supported when calling addcmul")
+    assert rules.judge(aten.addcmul.default, (cpu0, gpu, gpu), {}, meta).message.startswith(
+        "CPU Scalar support for self argument")
+    assert rules.judge(aten.addcmul.default, (gpu, cpu0, cpu0), {}, meta).message == rules.TOO_MANY_CPU_SCALARS
+    assert explain_error(RuntimeError(tensor1.message)).key == "addcmul-scalar"
     assert rules.judge(aten.clamp.Tensor, (gpu, cpu0), {}, meta) is not None
     lerp = rules.judge(aten.lerp.Tensor, (gpu, gpu, cpu0), {}, meta)
     assert (lerp is None) == (rules.release() >= (2, 6))

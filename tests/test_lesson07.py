@@ -6,6 +6,7 @@ import contextlib
 import functools
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -754,7 +755,8 @@ def test_capstone_script_shows_each_bug_on_the_simulated_gpu_and_the_check_names
     every step; the check names the same bugs, with the same codes, on `simgpu:0`."""
     stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
     done = subprocess.run([sys.executable, "-c", _ON_THE_SIMULATED_GPU], input=json.dumps([stub, _STUB_FIXES]),
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COURSE_DEVICE": "simgpu"})   # also where a real GPU is
     assert done.returncode == 0, done.stderr[-3000:]
     device, runs, checks = json.loads(done.stdout.splitlines()[-1])
     assert device == "simgpu:0"

@@ -80,7 +80,7 @@ def test_the_prefix_fixes_work():
     consume_prefix_in_state_dict_if_present(state, "module.")
     fresh = nn.Linear(3, 2)
     fresh.load_state_dict(state)
-    assert torch.equal(fresh.weight, model.weight)
+    assert torch.equal(fresh.weight, model.weight.cpu())   # with one GPU the wrapper moved model to cuda:0
     assert list(wrapped.module.state_dict()) == ["weight", "bias"]
     result = nn.Linear(3, 2).load_state_dict(wrapped.state_dict(), strict=False)   # loads nothing
     assert result.missing_keys == ["weight", "bias"] and result.unexpected_keys == ["module.weight", "module.bias"]
@@ -309,7 +309,11 @@ def test_the_default_start_method_is_fork_on_linux_up_to_python_3_13():
 def test_cuda_dataparallel_wants_the_model_on_cuda0():
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    dp = nn.DataParallel(nn.Linear(3, 2))
+    model = nn.Linear(3, 2)
+    dp = nn.DataParallel(model)
+    if torch.cuda.device_count() == 1:   # one GPU: the wrapper moved the model there itself (seen on an H100)
+        assert next(model.parameters()).device == torch.device("cuda", 0)
+        model.cpu()
     error = _error(lambda: dp(torch.randn(4, 3, device="cuda")), RuntimeError)
     assert str(error) == ("module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found "
                           "one of them on device: cpu")

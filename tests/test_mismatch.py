@@ -448,8 +448,10 @@ def test_a_dataloader_generator_off_the_cpu_gets_the_way_back_and_a_bare_one_is_
 # --- nn.DataParallel and Hugging Face style batches -----------------------------------------------------------
 
 def data_parallel_on(device: str) -> nn.DataParallel:
-    """What ``nn.DataParallel(model)`` looks like on a machine with CUDA: here no GPU is needed to build it."""
+    """What ``nn.DataParallel(model)`` looks like on a machine with several CUDA GPUs (the model left where it was):
+    here no GPU is needed to build it. (With one GPU the wrapper moves the model to ``cuda:0`` when it is made.)"""
     dp = nn.DataParallel(nn.Linear(2, 2))
+    dp.module.cpu()
     dp.device_ids, dp.src_device_obj = [0], torch.device(device)
     return dp
 
@@ -470,7 +472,8 @@ def test_a_data_parallel_model_ignores_a_device_it_cannot_run_on():
     assert not explain_devices(data_parallel_on("cuda:0"), device="cuda:0").problems
 
 
-def test_a_data_parallel_model_without_gpus_is_an_ordinary_module():
+def test_a_data_parallel_model_without_gpus_is_an_ordinary_module(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)   # made as on a machine without a GPU
     report = explain_devices(nn.DataParallel(nn.Linear(2, 2)), {"x": torch.ones(2, device="meta")})
     assert report.target == "cpu" and report.mismatches == ["x"]
 

@@ -6,6 +6,7 @@ PyTorch's own rules, :mod:`course_utils.devicerules`): run with these values, or
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 from course_utils import devicerules, simdevice
+from course_utils.device import DEVICE_ENV, accelerator
 
 pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {torch.__version__} cannot register "
                                 "the simulated GPU (2.10 and later can); the lessons use the meta stand-in")
@@ -92,8 +94,11 @@ RAISES = {
                             devicerules.elementwise_message("simgpu:0", "simgpu:1")),
     "Linear on a cpu input": ("nn.Linear(3, 2).to(device)(torch.ones(1, 3))", "RuntimeError",
                               devicerules.per_argument_message("mat1", "cpu", "simgpu:0", "wrapper_CUDA_addmm")),
-    "three inputs refuse a 0-dim cpu": ("g = torch.ones(2, device=device); torch.addcmul(g, g, torch.tensor(2.))",
+    "three inputs refuse a 0-dim cpu": ("g = torch.ones(2, device=device); torch.addcdiv(g, g, torch.tensor(2.))",
                                         "RuntimeError", devicerules.elementwise_message("simgpu:0", "cpu")),
+    # addcmul's CUDA kernel refuses a 0-dim CPU tensor1 in its own words (seen on an H100, PyTorch 2.11)
+    "addcmul refuses a 0-dim cpu tensor1": ("g = torch.ones(2, device=device); torch.addcmul(g, torch.tensor(2.), g)",
+                                            "RuntimeError", devicerules.OWN_CPU_SCALAR_CHECKS["addcmul"]["tensor1"]),
     "scatter_ with a cpu index": ("torch.zeros(3, device=device).scatter_(0, torch.tensor([0]), "
                                   "torch.ones(1, device=device))", "RuntimeError",
                                   devicerules.per_argument_message("index", "cpu", "simgpu:0",
@@ -146,11 +151,15 @@ print("RESULTS " + json.dumps(out))
 """
 
 
+#: A child's environment that asks for the simulated GPU, also where there is a real one (``COURSE_DEVICE=simgpu``).
+SIMULATED_ENV = {**os.environ, DEVICE_ENV: "simgpu"}
+
+
 @pytest.fixture(scope="module")
 def outcomes() -> dict:
     cases = {name: code for name, (code, *_) in {**RUNS, **RAISES}.items()}
     done = subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(cases), capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ, "COURSE_DEVICE": ""})
+                          timeout=300, env=SIMULATED_ENV)
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")), None)
     assert line, done.stdout[-2000:] + done.stderr[-3000:]
     return json.loads(line[len("RESULTS "):])
@@ -162,6 +171,8 @@ def test_setup_hands_out_the_simulated_gpu(outcomes):
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_what_a_gpu_runs_runs_with_real_values(outcomes, name):
+    if name == "accelerator" and accelerator() is not None:
+        pytest.skip("torch.accelerator names the real accelerator here, not the simulated GPU")
     assert outcomes[name] == ["ok", RUNS[name][1]], outcomes[name]
 
 
@@ -176,7 +187,7 @@ def test_the_first_error_says_where_it_comes_from_and_tracebacks_stay_short():
     code = ("import torch, course_utils as cu\ndevice = cu.setup()\n"
             "try:\n    torch.ones(2, device=device) + torch.ones(2)\nexcept RuntimeError as e:\n"
             "    import traceback; print(len(traceback.extract_tb(e.__traceback__))); print(e)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=SIMULATED_ENV)
     frames, *message = done.stdout.splitlines()[-3:]
     assert message == [devicerules.elementwise_message("simgpu:0", "cpu"), simdevice.NOTE], done.stdout + done.stderr
     assert int(frames) <= 6
@@ -184,13 +195,14 @@ def test_the_first_error_says_where_it_comes_from_and_tracebacks_stay_short():
 
 def test_the_banner_says_what_is_simulated_and_what_is_not():
     done = subprocess.run([sys.executable, "-c", "import course_utils as cu; cu.setup('01')"], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=SIMULATED_ENV)
     banner = " ".join(done.stdout.split())
     assert "Device for this lesson: simgpu:0" in banner
     assert "Simulated GPU: simgpu:0 and simgpu:1 hold real values in host memory" in banner
     assert "Not simulated: speed (timings measure your CPU), memory limits, pinned memory and CUDA's own API" in banner
 
 
+@pytest.mark.skipif(accelerator() is not None, reason="with an accelerator the lessons use it, not the stand-in")
 def test_course_simulated_gpu_0_keeps_the_meta_stand_in():
     code = "import course_utils as cu; d = cu.setup(); print(d, cu.standin.is_enabled(), cu.simdevice.is_enabled())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

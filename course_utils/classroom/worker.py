@@ -53,6 +53,7 @@ from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snaps
 from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, Kind, Stage,  # noqa: E402
                                             exit_line, frame, session_line, sign)
 from course_utils.classroom.submissions import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
+from course_utils.device import warm_up  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
@@ -278,6 +279,7 @@ def _isolate(memory_mb: int) -> None:
     # RLIMIT_DATA, not RLIMIT_AS: it caps what the process can actually allocate (heap and private
     # mappings) but not reserved address space, which CUDA reserves by the tens of GB. The limit is
     # counted on top of what PyTorch already holds, which differs by build (CUDA builds hold more).
+    warm_up()  # the accelerator's start-up: before the limits, which are the learner's
     limit, hard = _data_in_use() + (memory_mb << 20), resource.getrlimit(resource.RLIMIT_DATA)[1]
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
