@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from . import device as _device, misconceptions, standin
+from . import device as _device, misconceptions, modes, standin
 from .errors import explain_error
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
@@ -138,9 +138,9 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
     try:
         with standin.paused(), time_limit(seconds), _torch_state_kept(), contextlib.redirect_stdout(printed), \
                 contextlib.redirect_stderr(printed):
-            with ModesKept() as modes:  # what learner code ran outside grading.call may leave active
+            with ModesKept() as kept:  # what learner code ran outside grading.call may leave active
                 feedback = ex.grade(expect_callable(answer, ex.name, kind=ex.kind))
-            if modes.changed:
+            if kept.changed:
                 raise Wrong(_MODE_LEFT, misconceptions.MODE_LEFT)
         status = PASSED
     except NotAttempted:
@@ -149,6 +149,8 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
             f"Replace `raise NotImplementedError` with your code, run that cell, then check again.")
     except Wrong as e:
         feedback, code, earned = str(e), e.code, e.earned
+        if modes.assessed():   # what is wrong and where, not the code to write
+            feedback = modes.withhold_fixes(feedback)
     except Crashed as e:
         feedback, code = _crash_feedback(e), _crash_code(e)
     except TimeLimit:

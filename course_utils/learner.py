@@ -9,7 +9,7 @@ import inspect
 import sys
 from typing import Any
 
-from . import misconceptions, store
+from . import misconceptions, modes, store
 from .exercises import check, get_exercise
 from .quizzes import Outcome, get_quiz, grade_choice
 from .results import NOT_ATTEMPTED, Result
@@ -47,9 +47,8 @@ def hints(exercise_id: str, code: str | None = None) -> tuple[str, ...]:
     if code is None:
         code = store.session_codes().get(exercise_id, "")
     fitting = _hint_for(ex).get(code) if code else None
-    if not fitting:
-        return ex.hints
-    return (fitting,) + ex.hints[1:]
+    shown = (fitting,) + ex.hints[1:] if fitting else ex.hints
+    return shown[:-1] if modes.assessed() and len(shown) > 1 else shown   # assessed: not the last, most telling
 
 
 def _hint_for(ex: Any) -> dict[str, str]:
@@ -69,8 +68,10 @@ def hint(exercise_id: str, number: int = 1) -> str:
 
 
 def solution(exercise_id: str, force: bool = False) -> str:
-    """The reference solution, once you have made an attempt (or with ``force=True``)."""
+    """The reference solution, once you have made an attempt (or with ``force=True``); none in assessed mode."""
     ex = get_exercise(exercise_id)
+    if modes.assessed():
+        return modes.WITHHELD
     attempts = store.load()["exercises"].get(exercise_id, {}).get("attempts", 0)
     if not (attempts or force):
         return (f"Have a go first: write `{ex.name}`, check it, and read the hints "

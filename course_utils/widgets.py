@@ -10,7 +10,7 @@ import html
 import string
 from typing import Any
 
-from . import learner
+from . import learner, modes
 from .exercises import get_exercise
 from .quizzes import get_quiz
 from .results import Result
@@ -120,7 +120,8 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
     check_button.on_click(_guarded(on_check, status))
     hint_button.on_click(_guarded(on_hint, extra))
     solution_button.on_click(_guarded(on_solution, extra))
-    box = w.VBox([status, w.HBox([check_button, hint_button, solution_button]), extra])
+    buttons = [check_button, hint_button] + ([] if modes.assessed() else [solution_button])   # assessed: none
+    box = w.VBox([status, w.HBox(buttons), extra])
     box.add_class("course-exercise")
     return _Display(box, text, result._repr_html_())
 

@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 from typing import Optional, TextIO
 
+from .. import modes
 from ..exercises import exercise_ids, get_exercise
 from ..misconceptions import NOT_GRADED
 from ..files import atomic_open, write_text_atomic
@@ -59,17 +60,21 @@ if [ "$(id -u)" = 0 ]; then
     echo "run_autograder: no user course-learner (setup.sh makes it): learner code runs as root" >&2
   fi
 fi
-exec "${{COURSE_PYTHON:-python3}}" -m course_utils.classroom.autograder --root "$ROOT" --lesson {lesson}
+{mode}exec "${{COURSE_PYTHON:-python3}}" -m course_utils.classroom.autograder --root "$ROOT" --lesson {lesson}
 """
+#: The line of run_autograder that grades in assessed mode (:mod:`course_utils.modes`): feedback without the code
+#: to write, as the students' own Check gives it there.
+ASSESSED_LINE = f"export {modes.MODE_ENV}={modes.ASSESSED}   # assessed mode, as the students' Check has it\n"
 
 
-def build(lesson: str, out: Path) -> Path:
-    """Write the autograder zip for ``lesson`` (``"03"``, or ``"all"``: any lesson, told by the notebook)."""
+def build(lesson: str, out: Path, assessed: bool = False) -> Path:
+    """Write the autograder zip for ``lesson`` (``"03"``, or ``"all"``: any lesson, told by the notebook); with
+    ``assessed``, it grades in assessed mode (:mod:`course_utils.modes`)."""
     import torch
     version = torch.__version__.split("+")[0]
     with atomic_open(out, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as bundle:
         _add(bundle, "setup.sh", SETUP_SH.format(torch=version))
-        _add(bundle, "run_autograder", RUN_AUTOGRADER.format(lesson=lesson))
+        _add(bundle, "run_autograder", RUN_AUTOGRADER.format(lesson=lesson, mode=ASSESSED_LINE if assessed else ""))
         for path in sorted(PACKAGE.rglob("*.py")):
             if "__pycache__" not in path.parts:
                 bundle.write(path, f"course_utils/{path.relative_to(PACKAGE).as_posix()}")
@@ -159,6 +164,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lesson", required=True, type=lesson_number,
                         help="the lesson it grades (e.g. 03 or 3), or 'all' (the notebook's own)")
     parser.add_argument("--out", help="the zip to write (default: autograder_<lesson>.zip)")
+    parser.add_argument("--assessed", action="store_true",
+                        help="grade in assessed mode: feedback says what is wrong, not the code to write "
+                             f"(set {modes.MODE_ENV}={modes.ASSESSED} for the students too)")
 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
@@ -179,7 +187,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
               "another --out.", file=stderr)
         return 2
     try:
-        build(args.lesson, out)
+        build(args.lesson, out, args.assessed)
     except OSError as e:
         print(f"Cannot write {out}: {e.strerror or type(e).__name__}.", file=stderr)
         return 2

@@ -3,14 +3,16 @@ submissions finish, a progress bar and a summary."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import socket
 import sys
 import tempfile
 import time
-from typing import Optional, TextIO
+from typing import Iterator, Optional, TextIO
 
+from .. import modes
 from ..exercises import exercise_ids, get_exercise
 from ..files import is_within, same_file
 from . import layouts
@@ -67,8 +69,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade every notebook as this lesson (e.g. 01 or 1), not the one detected")
     parser.add_argument("--gradescope", metavar="DIR",
                         help="also write DIR/<submission path, percent-encoded>/results.json")
+    parser.add_argument("--assessed", action="store_true",
+                        help=f"grade in assessed mode, as students with {modes.MODE_ENV}={modes.ASSESSED} check: "
+                             "feedback says what is wrong, not the code to write")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: for more than 5 submissions, or in a terminal)")
+
+
+@contextlib.contextmanager
+def _mode(assessed: bool) -> Iterator[None]:
+    """Grade in assessed mode inside the block when ``assessed`` (else in the mode the environment says)."""
+    if not assessed:
+        yield
+        return
+    saved = os.environ.get(modes.MODE_ENV)
+    os.environ[modes.MODE_ENV] = modes.ASSESSED
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[modes.MODE_ENV]
+        else:
+            os.environ[modes.MODE_ENV] = saved
 
 
 class _UsageError(Exception):
@@ -200,9 +222,11 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
 
         show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
         try:
-            grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb),
-                               jobs=args.jobs, lesson=args.lesson, on_grade=record,
-                               on_progress=_Progress(len(paths), stderr) if show else None)
+            with _mode(args.assessed):
+                grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout,
+                                                 args.memory_mb),
+                                   jobs=args.jobs, lesson=args.lesson, on_grade=record,
+                                   on_progress=_Progress(len(paths), stderr) if show else None)
         except KeyboardInterrupt:
             csv_file.finish()
             print(f"\nInterrupted: {len(csv_file.grades)} of {len(paths)} submissions were graded; their rows "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from .. import modes
 from . import processes as procs
 from .messages import TAMPERED_EXIT, End, Kind, Stage, read_status, unsign
 from .submissions import AnswerCell
@@ -222,7 +223,8 @@ def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
             run.end = End.EXIT
             return run
         job = {"key": key.hex(), "cells": cells, "check": check, "cell_timeout": limits.cell_timeout,
-               "check_timeout": limits.check_timeout, "memory_mb": limits.memory_mb, "tmp": tmp}
+               "check_timeout": limits.check_timeout, "memory_mb": limits.memory_mb, "tmp": tmp,
+               "assessed": modes.assessed()}   # the grader's mode when it starts the run, not the server's
         threading.Thread(target=_write_all, args=(job_w, json.dumps(job).encode()), daemon=True).start()
         _Follower(run, key, channel_r, status_r, server, limits).follow()
         if not run.end and run.ready and run.exitcode == TAMPERED_EXIT:  # its report could not arrive

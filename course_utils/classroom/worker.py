@@ -46,7 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
-from course_utils import exercises, misconceptions  # noqa: E402
+from course_utils import exercises, misconceptions, modes  # noqa: E402
 from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
@@ -363,6 +363,7 @@ def main(channel: int, key: bytes, job: dict) -> None:
     killpg = os.killpg  # its own reference, as send's (see _sender)
     try:
         _isolate(job["memory_mb"])
+        os.environ[modes.MODE_ENV] = modes.ASSESSED if job.get("assessed") else ""   # as the grader runs
         run = _Run(job, send)
         send({"t": Kind.READY})
         run.cells_and_checks()

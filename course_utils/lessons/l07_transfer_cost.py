@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .. import device as _device
-from .. import misconceptions, transfer
+from .. import misconceptions, modes, transfer
 from ..exercises import grader
 from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_float,
                        expect_tensor, is_tensor, safe_repr, same_values, text_of)
@@ -1230,7 +1230,11 @@ def _grade_capstone(cls: type) -> str:
     try:
         return _capstone_verdict(cls)
     except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed
-        wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(_bugs_left(cls)))
+        left = _bugs_left(cls)
+        wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(left))
+        if modes.assessed():   # the feedback names the bug, not its fix: say how many remain
+            raise Wrong(f"{wrong} Bugs left: {len(left)} of {len(CAPSTONE_BUGS)}.", wrong.code,
+                        earned=wrong.earned) from None
         raise
 
 
