@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from course_utils.exercises import get_exercise
 from course_utils.quizzes import get_quiz, quiz_ids
 from nbtools import load, notebook_paths, source
 
@@ -42,22 +43,30 @@ def test_the_readme_states_each_lessons_time():
 
 
 def test_the_estimate_counts_what_it_says(tmp_path):
+    """The model of scripts/lesson_times.py, cell by cell: words at 120 a minute (a collapsed note's at 30 %), a code
+    cell 20 s + 6 s a line (at most 3 min; 30 s more when it raises on purpose), a quiz 1.5 min, an exercise 4 min +
+    1 a line of its reference solution (or its metadata's minutes), the setup cell 2 min."""
     nb = {"cells": [
-        {"cell_type": "markdown", "metadata": {}, "source": "**Time:** about 10 minutes. " + "word " * 296
-         + "<details><summary>More</summary>\n\n" + "note " * 73 + "</details>"},
-        {"cell_type": "code", "metadata": {}, "source": "x = 1"},
+        {"cell_type": "markdown", "metadata": {}, "source": "**Time:** about 10 minutes. " + "word " * 236
+         + "<details><summary>More</summary>\n\n" + "note " * 98 + "</details>"},
+        {"cell_type": "code", "metadata": {}, "source": "import course_utils as cu\ndevice = cu.setup('09')"},
+        {"cell_type": "code", "metadata": {}, "source": "x = 1\n# a comment\n\ny = x + 1"},
+        {"cell_type": "code", "metadata": {"tags": ["raises-exception"]}, "source": "x + 'a'"},
+        {"cell_type": "code", "metadata": {}, "source": "\n".join(f"z{i} = {i}" for i in range(40))},
         {"cell_type": "code", "metadata": {}, "source": 'cu.quiz("01.default_device")'},
         {"cell_type": "code", "metadata": {"course": {"exercise": "01.nbytes"}}, "source": "def f(): ..."},
         {"cell_type": "code", "metadata": {}, "source": 'cu.exercise("01.nbytes")'},
-        {"cell_type": "code", "metadata": {"course": {"exercise": "07.capstone", "minutes": 15}}, "source": "..."},
-        {"cell_type": "markdown", "metadata": {}, "source": "## Going further: more\n" + "word " * 150},
+        {"cell_type": "code", "metadata": {"course": {"exercise": "07.capstone", "minutes": 25}}, "source": "..."},
+        {"cell_type": "markdown", "metadata": {}, "source": "## Going further: more\n" + "word " * 116},
         {"cell_type": "code", "metadata": {}, "source": "y = 2"}]}
     path = tmp_path / "09_x.ipynb"
     path.write_text(__import__("json").dumps(nb), encoding="utf-8")
     e = lesson_times.estimate(path)
-    assert (e.words, e.demos, e.quizzes, e.exercises, e.stated) == (300, 1, 1, 2, 10)
-    assert e.minutes == pytest.approx(2 + 0.75 + 1 + 6 + 15)
-    assert e.optional_minutes == pytest.approx((154 + 75) / 150 + 0.75)   # a heading of 4 words, a note of 75
+    assert (e.words, e.demos, e.quizzes, e.exercises, e.stated) == (240, 3, 1, 2, 10)
+    nbytes = 4 + lesson_times.code_lines(get_exercise("01.nbytes").solution_source)
+    cells = (20 + 12) / 60 + (20 + 6 + 30) / 60 + 3   # two lines; one line that raises; 40 lines, at most 3 min
+    assert e.minutes == pytest.approx(240 / 120 + 0.3 * 100 / 120 + 2 + cells + 1.5 + nbytes + 25)
+    assert e.optional_minutes == pytest.approx(0.7 * 100 / 120 + 120 / 120 + 26 / 60)   # a heading of 4 words
 
 
 def _quiz_cells() -> list[tuple[Path, int, str]]:
