@@ -1186,8 +1186,8 @@ class Explanation:
                     + "This explainer recognises the device problems the course teaches (tensors on different "
                     "devices, GPU memory, moving data between devices) and a few errors met beside them; dtype "
                     "and shape errors are not among them, so it has nothing to say rather than a guess.")
-        return "\n".join([self.heading, f"  You got: {self.message}", f"Cause: {self.cause}",
-                          f"Fix: {self.fix}", f"Learn more: {self.lesson}"])
+        return "\n".join([self.heading, f"  You got: {self.message}", f"Cause: {self.cause}", f"Fix: {self.fix}"]
+                         + ([f"Learn more: {self.lesson}"] if self.lesson else []))
 
     __str__ = text
 
@@ -1203,8 +1203,8 @@ class Explanation:
     def page(self, more: str = "") -> str:
         """The HTML view: the heading and the fix first; the cause, the message, the lesson (and ``more``, HTML the
         caller adds) in a note the learner opens on request."""
-        rows = [("Cause", code_html(self.cause)), ("You got", f"<code>{html.escape(self.message)}</code>"),
-                ("Learn more", lesson_link(self.lesson))]
+        rows = [("Cause", code_html(self.cause)), ("You got", f"<code>{html.escape(self.message)}</code>")]
+        rows += [("Learn more", lesson_link(self.lesson))] if self.lesson else []   # none in the lesson itself
         details = "".join(f"<div><b>{k}:</b> {v}</div>" for k, v in rows) + more
         return card(f"<b>{code_html(self.heading)}</b><div><b>Fix:</b> {code_html(self.fix)}</div>"
                     f"<details><summary>Why, and where to read more</summary>{details}</details>",

@@ -20,6 +20,7 @@ Any other error is shown exactly as IPython shows it. It needs IPython only: no 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import html
 import os
 import types
@@ -246,7 +247,9 @@ def _short_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_
     if not hidden:
         return None
     stb = shell.InteractiveTB.structured_traceback(etype, value, short, tb_offset=tb_offset)
-    return list(stb) + [_hidden_note(hidden)]
+    # PyTorch's own frames by the path a learner can look up (torch/nn/modules/linear.py), not the installation's
+    installed = os.path.dirname(os.path.dirname(torch.__file__)) + os.sep
+    return [line.replace(installed, "") for line in stb] + [_hidden_note(hidden)]
 
 
 def _show_traceback(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> None:
@@ -279,6 +282,8 @@ def _after_cell(result: Any) -> None:
         explanation = explain_error(error)
         if not explanation.known:
             return
+        if _HERE["lesson"] and explanation.lesson.startswith(_HERE["lesson"] + "_"):
+            explanation = dataclasses.replace(explanation, lesson="")   # this lesson teaches it: no link to itself
         from IPython import get_ipython
         from IPython.display import display
         shell = get_ipython()
@@ -333,8 +338,15 @@ def unload(ipython: Any) -> None:
         ipython.set_custom_exc((), None)   # IPython's own default
 
 
-def enable() -> bool:
-    """Turn the hooks on in the running IPython, if any. Returns True when they are on."""
+#: The lesson whose setup cell ran in this kernel (``cu.setup("06")``): its own errors get no "Learn more" link.
+_HERE = {"lesson": ""}
+
+
+def enable(lesson: str | None = None) -> bool:
+    """Turn the hooks on in the running IPython, if any, for ``lesson`` (``"06"``; ``None`` keeps the last). Returns
+    True when they are on."""
+    if lesson is not None:
+        _HERE["lesson"] = str(lesson)
     try:
         from IPython import get_ipython
         shell = get_ipython()

@@ -126,7 +126,7 @@ def setup(lesson: str | None = None) -> torch.device:
         names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it.
     """
     from . import extension  # imports only the error catalogue: no floor above this one
-    extension.enable()
+    extension.enable(lesson or "")
     if _device.simulated_by_user():   # COURSE_DEVICE=simgpu: the simulated GPU, even where a real one is
         simdevice.enable()
     device = _device.best_device()

@@ -2,6 +2,7 @@
 machinery and the help, the failing cell's variables first; any other error untouched."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -70,6 +71,9 @@ def test_the_explanation_follows_the_shortened_traceback(cells):
     traceback = plain(error.traceback)
     assert "----> 1 model(x)" in traceback and traceback.count("\nFile ") == 1       # the cell, Linear.forward
     assert "Linear.forward" in traceback and not any(m in traceback for m in MACHINERY)
+    # PyTorch's frame by its path inside PyTorch, not the installation's (a virtualenv's absolute path)
+    installed = os.path.dirname(os.path.dirname(torch.__file__))
+    assert installed not in traceback and "torch/nn/modules/linear.py" in traceback
     assert re.search(r"\n\(\d+ frames inside PyTorch not shown: run %tb to see them\.\)$", traceback)
     assert help_outputs(outputs) == [shown]
     html, text = shown.data["text/html"], shown.data["text/plain"]
@@ -79,6 +83,13 @@ def test_the_explanation_follows_the_shortened_traceback(cells):
     assert "  used in this cell: model (meta), x (cpu)\n  others on cpu: w" in text
     assert "course-device-map" in html and 'data-name="x"' in html and 'data-name="model.weight"' in html
     assert 'data-name="w"' not in html                                                 # the map: the cell's only
+
+
+def test_in_the_lesson_that_teaches_it_the_help_does_not_send_the_learner_to_itself(cells):
+    """Before any setup cell the help links to lesson 06; after `cu.setup('06')` it is lesson 06 that is open."""
+    before, after = (help_outputs(cells[i])[0].data for i in (2, 8))
+    assert "Learn more" in before["text/html"] and "06_mismatch_errors.ipynb#" in before["text/html"]
+    assert "Learn more" not in after["text/html"] and "Learn more" not in after["text/plain"]
 
 
 def test_other_errors_are_left_alone(cells):

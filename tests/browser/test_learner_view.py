@@ -152,6 +152,9 @@ def answer_quiz(page, nth, quiz_id, right):
     heard = box.get_by_role("alert").aria_snapshot()  # an alert: read out as it appears
     assert ("Correct!" in heard) if right else ("Not quite" in heard), heard
     assert box.locator(".course-explanation").inner_text().strip()
+    # the verdict renders its options' code as the labels do: no Markdown backticks on the page
+    verdict = box.locator(".course-quiz-outcome").inner_text()
+    assert "`" not in verdict and q.options[choice].replace("`", "")[:15] in verdict, verdict
 
 
 def press_check(page, box):
@@ -164,6 +167,12 @@ def press_check(page, box):
     box.page.wait_for_function(
         "([el, old]) => el.querySelector('.course-check-count').textContent !== old",
         arg=[box.element_handle(), count], timeout=30_000)
+    # the count counts presses of Check: running the cell was not one
+    presses = (0 if "when this cell ran" in count else 1 if "button once" in count
+               else int(count.split(" times")[0].split()[-1]))
+    said = box.locator(".course-check-count").inner_text()
+    now = "once" if presses == 0 else f"{presses + 1} times"
+    assert said.startswith(f"Checked with the Check button {now}"), (count, said)
     return box.get_by_role("alert").first.aria_snapshot()  # the status line is the box's first alert
 
 
