@@ -29,7 +29,7 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
-from .text import card, code_html
+from .text import card, code_html, shorten
 
 __all__ = ["explain_error", "last_error", "Explanation", "Family", "Reading", "Wording", "FAMILIES", "LESSONS",
            "FIELD_GUIDE", "family"]
@@ -1399,7 +1399,7 @@ def _line_around(text: str, m: re.Match) -> str:
 
 
 def _short(line: str, limit: int = 600) -> str:
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return shorten(line, limit)
 
 
 # --- what the message tells: argument, devices, direction ------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any, Iterator, NamedTuple
 
 import torch
 from torch import nn
+from .text import shorten
 
 __all__ = ["Found", "Inventory", "walk", "by_variable", "initialised", "moves_itself", "key_text", "TENSOR_ROLES",
            "PARAMETER", "BUFFER", "PLAIN", "GRADIENT", "OPTIMIZED", "STATE", "TENSOR",
@@ -237,7 +238,7 @@ def key_text(key: Any, limit: int = 40) -> str:
         text = repr(key) if isinstance(key, str) else reprlib.repr(key)
     except Exception:
         text = f"<{type(key).__name__} object>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def _kind(value: Any, opening: bool) -> str | None:

@@ -33,7 +33,7 @@ from . import inventory
 from .devicemap.model import ODD, DeviceMap, collect
 from .grading import safe_repr
 from .inventory import Found
-from .text import WIDTH, card, code_html, wrapped
+from .text import WIDTH, card, code_html, shorten, wrapped
 
 __all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
 
@@ -155,7 +155,7 @@ class DeviceReport:
             width = min(max(width, 4), 48)
             lines.append(f"    {'kind':<20}{'name':<{width + 2}}{'device':<10}{'shape':<14}dtype")
             for e in rows:
-                name = e.name if len(e.name) <= width else e.name[: width - 1] + "…"
+                name = shorten(e.name, width)
                 row = (f"  {_ICON[e.status]} {e.kind:<20}{name:<{width + 2}}{e.device or '-':<10}"
                        f"{e.shape or '-':<14}{e.dtype}")
                 if e.note and len(row) + len(e.note) + 5 <= WIDTH:

@@ -4,6 +4,7 @@ those inside functions, and ``importlib.import_module`` of a constant name)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from nbtools import ROOT
@@ -193,3 +194,11 @@ def test_the_architecture_page_names_every_module():
     missing = [m for m in MODULES if m != "course_utils" and f"`{m.removeprefix('course_utils.')}`" not in page
                and not m.startswith(("course_utils.lessons.", "course_utils.classroom."))]
     assert missing == [], missing
+
+
+def test_text_is_cut_in_one_place():
+    """Cutting text to a length and adding "…" is :func:`course_utils.text.shorten`'s job; copies drift apart."""
+    cut = re.compile(r"\[:\s*[\w.]+\s*-\s*1\]\s*\+\s*[\"']…")
+    copies = [f"{path.relative_to(PACKAGE)}:{n}" for path in sorted(PACKAGE.rglob("*.py")) if path.name != "text.py"
+              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if cut.search(line)]
+    assert copies == [], copies

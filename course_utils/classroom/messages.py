@@ -18,6 +18,8 @@ import re
 from enum import Enum
 from typing import Optional
 
+from ..text import shorten
+
 _FEEDBACK_LIMIT = 600
 #: The worker's exit status after it found tampering: the grader reads it even when the report
 #: itself could not arrive (learner code pointed the channel elsewhere).
@@ -67,10 +69,6 @@ class End(str, Enum):
     MEMORY = "memory"        # killed: its processes together held too much memory
     PROCESSES = "processes"  # killed: it had too many processes
     EXIT = "exit"            # it ended by itself without a last report
-
-
-#: The message kinds that end a run, and the run's end that each one means.
-ENDING = {Kind.DONE: End.DONE, Kind.TAMPERED: End.TAMPERED, Kind.ERROR: End.ERROR}
 
 
 def frame(message: bytes) -> bytes:
@@ -127,4 +125,4 @@ def clean(text: str) -> str:
     text = re.sub(r" at 0x[0-9a-fA-F]+", "", str(text))
     text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x…", text)
     text = " ".join(text.split())
-    return text if len(text) <= _FEEDBACK_LIMIT else text[: _FEEDBACK_LIMIT - 1] + "…"
+    return shorten(text, _FEEDBACK_LIMIT)

@@ -14,6 +14,7 @@ from typing import Optional, Sequence, TextIO
 
 from ..exercises import get_exercise
 from ..files import atomic_open, is_special, write_text_atomic
+from ..text import shorten
 from .grader import TOTAL, Row, SubmissionGrade
 
 
@@ -211,7 +212,7 @@ def summary_table(grades: Sequence[SubmissionGrade]) -> str:
     for g in grades:
         notes = printable(g.note if g.note else "; ".join(g.events))
         table.append((printable(g.submission), f"{g.points}/{g.max_points}", f"{g.passed}/{len(g.rows)}",
-                      notes if len(notes) <= 70 else notes[:69] + "…"))
+                      shorten(notes, 70)))
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     lines = ["  ".join([c.ljust(w) for c, w in zip(row[:3], widths)] + [row[3]]).rstrip() for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths + [5]))

@@ -10,6 +10,7 @@ import math
 from typing import Protocol
 
 from ..figures import COLOURS
+from ..text import shorten
 from .blocks import COPIED, MOVED, NEW, ODD, STAYED, Block, Lane
 
 
@@ -69,7 +70,7 @@ def label_lines(block: Block) -> list[str]:
 
 
 def _fit(text: str, limit: int = _CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def layout(lane: Lane) -> list[tuple[Block, float, float]]:
