@@ -14,6 +14,7 @@ import runpy
 import sys
 
 from . import __version__, classroom
+from .exceptions import CourseError
 from .classroom import autograder, class_report, links
 
 #: What ``--version`` prints.
@@ -96,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             result = learner.run_check(args.exercise_id, namespace=namespace)
             print(result.text())
             return 0 if result.passed else 1
-    except KeyError as e:
-        print(e.args[0])
+    except CourseError as e:   # an unknown id, a bad option: said, exit status 2 (a bug still shows as one)
+        print(e)
         return 2
     return 0
 

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 from . import device as _device, misconceptions, modes, standin
+from .exceptions import UnknownId
 from .errors import explain_error
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
 from .results import FAILED, NOT_ATTEMPTED, PASSED, Result
@@ -102,13 +103,13 @@ def get_exercise(exercise_id: str) -> Exercise:
     """Look up an exercise.
 
     Raises:
-        KeyError: for an unknown id; the message lists the known ones.
+        UnknownId: for an unknown id (a ``KeyError`` too); the message lists the known ones.
     """
     try:
         return _REGISTRY[exercise_id]
     except (KeyError, TypeError):
         known = ", ".join(sorted(_REGISTRY))
-        raise KeyError(f"Unknown exercise id {exercise_id!r}. Known exercises: {known}") from None
+        raise UnknownId(f"Unknown exercise id {exercise_id!r}. Known exercises: {known}") from None
 
 
 def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Result:

@@ -10,6 +10,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from .exceptions import UnknownId
 from .grading import safe_repr
 from .text import card, code_html
 
@@ -98,11 +99,12 @@ def quiz_ids() -> list[str]:
 
 
 def get_quiz(quiz_id: str) -> Quiz:
-    """Look up a quiz; an unknown id raises ``KeyError`` listing the known ones."""
+    """Look up a quiz; an unknown id raises :class:`~course_utils.exceptions.UnknownId` (a ``KeyError``) listing the
+    known ones."""
     try:
         return _QUIZZES[quiz_id]
     except (KeyError, TypeError):
-        raise KeyError(f"Unknown quiz id {quiz_id!r}. Known quizzes: {', '.join(sorted(_QUIZZES))}") from None
+        raise UnknownId(f"Unknown quiz id {quiz_id!r}. Known quizzes: {', '.join(sorted(_QUIZZES))}") from None
 
 
 def grade_choice(quiz: Quiz, choice: Any) -> Outcome:

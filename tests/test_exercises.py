@@ -378,3 +378,21 @@ def test_capstone_hint_for_a_stub_and_after_it(progress_file):
     for code in ("07.batch-not-moved", "", "any.raised"):
         first = learner.hints("07.capstone", code)[0]
         assert "Delete" not in first and "raise NotImplementedError" in first
+
+
+def test_an_unknown_id_is_a_course_error_and_still_a_key_error():
+    from course_utils.exceptions import CourseError, UnknownId
+    from course_utils.quizzes import get_quiz
+    for lookup in (get_exercise, get_quiz):
+        with pytest.raises(UnknownId) as info:
+            lookup("99.nope")
+        assert isinstance(info.value, (CourseError, KeyError)) and str(info.value).startswith("Unknown ")
+
+
+def test_the_command_line_says_what_it_refuses_and_lets_a_bug_show(monkeypatch, capsys, progress_file):
+    from course_utils import learner
+    from course_utils.__main__ import main
+    assert main(["hint", "99.nope"]) == 2 and "Unknown exercise id '99.nope'" in capsys.readouterr().out
+    monkeypatch.setattr(learner, "hint", lambda *a: {}["a bug"])   # a KeyError of the course's own making
+    with pytest.raises(KeyError):
+        main(["hint", "01.nbytes"])

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .. import misconceptions
+from ..exceptions import CourseError
 from ..exercises import registry
 from ..files import atomic_open, same_file
 from . import gradebook, layouts
@@ -44,7 +45,7 @@ MIN_SHARE = 0.10
 TOP_PER_LESSON = 3
 
 
-class ReportError(Exception):
+class ReportError(CourseError):
     """Bad input: the message says what and where; the command exits with status 2."""
 
 

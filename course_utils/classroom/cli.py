@@ -13,6 +13,7 @@ import time
 from typing import Iterator, Optional, TextIO
 
 from .. import modes
+from ..exceptions import CourseError
 from ..exercises import exercise_ids, get_exercise
 from ..files import is_within, same_file
 from . import layouts
@@ -93,7 +94,7 @@ def _mode(assessed: bool) -> Iterator[None]:
             os.environ[modes.MODE_ENV] = saved
 
 
-class _UsageError(Exception):
+class _UsageError(CourseError):
     """Why ``grade`` exits with status 2 before grading anything (the message is printed as it is)."""
 
 

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Optional, Sequence
 
+from ..exceptions import CourseError
 from ..exercises import exercise_ids, get_exercise
 from ..notebook import cell_source, exercise_cells
 from .messages import clean
@@ -45,7 +46,7 @@ PROVIDED = frozenset({"torch", "nn", "F", "cu", "course_utils", "math", "device"
 MAX_OWN_CELLS = 40
 
 
-class InvalidSubmission(Exception):
+class InvalidSubmission(CourseError):
     """The file cannot be graded as a notebook; the message says why."""
 
 
