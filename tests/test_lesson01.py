@@ -118,6 +118,20 @@ def test_going_further_meta_has_shapes_and_no_data():
     assert "meta" not in core.lower() and "cu.second_device(device)" in core
 
 
+def test_going_further_helpers_take_their_device_from_x_whatever_the_default():
+    """What *Going further* shows after quiz 01.zeros_like_device: a default device (a block or
+    `set_default_device`) reaches factory functions called without a device, not `*_like` or `x.new_*`."""
+    x = torch.ones(2, 3, device="meta")
+    with torch.device("cpu"):
+        assert torch.zeros(2, 3).device.type == "cpu"
+        assert torch.zeros_like(x).device == x.new_zeros(5).device == x.device
+    torch.set_default_device("cpu")
+    try:
+        assert torch.zeros_like(x).device == x.new_zeros(5).device == x.device
+    finally:
+        torch.set_default_device(None)
+
+
 # --- the exercises ask for reasoning: nothing above them hands over the answer ----------------------
 
 def _before_answer_cell(exercise_id: str) -> str:

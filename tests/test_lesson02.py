@@ -370,6 +370,15 @@ def test_the_sweep_is_plotted_once_and_the_timeline_is_a_labelled_picture():
     assert min(float(t.get("font-size")) for t in svg.iter(f"{ns}text")) >= 12
 
 
+def test_results_read_every_step_are_one_line_here_and_lesson_07s_to_show():
+    """Lesson 07 times `.item()` every step; this lesson says it in one line, with the pointer, and shows no loop."""
+    from nbtools import source
+    text = "\n".join(source(c) for c in _lesson02_cells())
+    assert "def with_item" not in text and "def on_device" not in text
+    line = next(line for line in text.splitlines() if "`loss.item()`" in line)
+    assert "lesson 07" in text[text.index(line):].split("\n\n")[0]
+
+
 def test_matmul_flops_asks_for_the_counters_number_and_says_so_to_an_exact_count():
     """Issue 33: the task asks for "the FLOPs PyTorch's counter reports" (2·n³); the exact count n²(2n−1) is right
     arithmetic for another question, and the feedback says which question, with the counter's own numbers."""
@@ -382,3 +391,15 @@ def test_matmul_flops_asks_for_the_counters_number_and_says_so_to_an_exact_count
         torch.randn(2, 2) @ torch.randn(2, 2)
     assert counter.get_total_flops() == 16 != 2 ** 2 * (2 * 2 - 1) == 12
     assert "counter" in result.title
+
+
+def test_the_primer_shows_the_pieces_the_later_lessons_use():
+    """A model class, a loss function, a checkpoint and a data loader, before lesson 03 first uses them: each named
+    in the note and run in the cell after it."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    nb = load(NOTEBOOK_DIR / "02_cpu_vs_gpu.ipynb")
+    at = next(i for i, c in enumerate(nb["cells"]) if "The rest of a training script" in source(c))
+    note, code = source(nb["cells"][at]), source(nb["cells"][at + 1])
+    for piece in ("super().__init__()", "forward", "F.cross_entropy", "state_dict()", "DataLoader("):
+        assert piece in note and piece.split("(")[0] in code, piece
+    assert at < next(i for i, c in enumerate(nb["cells"]) if source(c).startswith("## Going further"))

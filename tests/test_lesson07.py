@@ -353,6 +353,23 @@ def test_quiz_numbers():
         assert len(get_quiz(quiz_id).options) == 4
 
 
+# --- what the core path keeps (issue 33: trimmed to its time) ---------------------------------------------
+
+def test_the_core_path_keeps_the_costs_of_pinning_and_the_hidden_synchronisations():
+    """Trimmed to its stated time, the lesson still teaches before *Going further*: pinning per batch copies twice, a
+    non-blocking copy back must be synchronised before it is read, and `.item()` every step waits (this lesson is its
+    home); the GPU demonstrations of the first two stay in *Going further*."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "07_transfer_cost.ipynb")["cells"]
+    cut = next(i for i, c in enumerate(cells) if source(c).startswith("## Going further"))
+    core = "\n".join(source(c) for c in cells[:cut])
+    optional = "\n".join(source(c) for c in cells[cut:])
+    assert "`t.pin_memory().to(device)` copies twice" in core
+    assert "`non_blocking=True` hands you a CPU tensor before" in core and "torch.cuda.synchronize()" in core
+    assert 'cu.quiz("07.item_in_loop")' in core and "step_loss().item()" in core
+    assert "host.pin_memory().to(device" in optional and "back = on_gpu.to(\"cpu\", non_blocking=True)" in optional
+
+
 # --- facts the notebook states ----------------------------------------------------------------------------
 
 def test_to_the_same_device_returns_the_tensor_itself():

@@ -30,7 +30,8 @@ def test_sync_is_idempotent_and_repairs_a_stale_notebook():
     stale["cells"][0]["source"] = source(stale["cells"][0]).replace(repo.split("github.com/")[1], "old/repo")
     del stale["cells"][1]                                            # the Colab cell went missing
     stale["metadata"]["widgets"] = {"state": {}}
-    stale["cells"][-2]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x"}]
+    last_code = next(c for c in reversed(stale["cells"]) if c["cell_type"] == "code")
+    last_code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x"}]
     name = notebook_paths()[0].name
     once = sync_notebooks.dumps(sync_notebooks.sync(stale, name, repo, branch))
     twice = sync_notebooks.dumps(sync_notebooks.sync(json.loads(once), name, repo, branch))

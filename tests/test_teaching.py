@@ -42,6 +42,19 @@ def test_the_readme_states_each_lessons_time():
         assert f"| {e.stated} min |" in row, row[:120]
 
 
+def test_the_instructors_guide_states_each_lessons_time():
+    """Each lesson's section of docs/instructor.md ("## Lesson NN ...", "## Appendix 08 ...") states the time its
+    notebook states."""
+    guide = (ROOT / "docs" / "instructor.md").read_text(encoding="utf-8")
+    for e in lesson_times.estimates():
+        section = re.search(rf"^## (?:Lesson|Appendix) {e.lesson} .*?(?=^## |\Z)", guide, re.MULTILINE | re.DOTALL)
+        assert section, f"docs/instructor.md has no section for lesson {e.lesson}"
+        stated = re.search(r"\*\*Time:\*\*\s+about\s+(\d+)\s+minutes", section.group(0))
+        assert stated, f"docs/instructor.md, lesson {e.lesson}: no '**Time:** about N minutes'"
+        assert int(stated.group(1)) == e.stated, (
+            f"docs/instructor.md, lesson {e.lesson}: about {stated.group(1)} minutes; the notebook states {e.stated}")
+
+
 def test_the_estimate_counts_what_it_says(tmp_path):
     """The model of scripts/lesson_times.py, cell by cell: words at 120 a minute (a collapsed note's at 30 %), a code
     cell 20 s + 6 s a line (at most 3 min; 30 s more when it raises on purpose), a quiz 1.5 min, an exercise 4 min +
