@@ -15,6 +15,7 @@ Sections:
   memory     peak resident memory of a kernel running each notebook (for sizing JupyterHub users)
   grading    a class graded with `python -m course_utils grade`: STUDENTS x every lesson, solved,
              --jobs 1 and 2 (set COURSE_BENCH_STUDENTS; default 100)
+  gpu        the reference run on a real GPU that lessons 02 and 07 show (from its data file; no measuring here)
   report     `python -m course_utils report` on a generated class of 1,000 students x every lesson (its CSV,
              and the same class as Gradescope results), whole command, HTML and JSON
 """
@@ -389,8 +390,30 @@ def report(students: int = 1000, repeats: int = 3) -> list[str]:
     return rows
 
 
+def gpu() -> list[str]:
+    """The reference run on a real GPU that lessons 02 and 07 show (read from its data; measured elsewhere by
+    ``scripts/gpu_reference.py``)."""
+    from course_utils import reference
+
+    r = reference.load()
+    rows = [f"Measured once with `scripts/gpu_reference.py` on {r.gpu} ({r.versions}; {r.date}), host CPU {r.cpu}; "
+            "the data is `course_utils/data/reference_gpu.json`. Lesson 02's matmul sweep (float32, medians of "
+            "`cu.time_it`) and lesson 07's copy sweeps (one CPU thread, buffers made before the clock starts).", "",
+            "| n | GPU (GFLOP/s) | host CPU, all threads (GFLOP/s) |", "|---:|---:|---:|"]
+    g, c = r.gflops(), r.gflops("cpu")
+    rows += [f"| {n} | {g[n]:,.0f} | {f'{c[n]:,.0f}' if n in c else '-'} |" for n in sorted(g)]
+    rows += ["", f"The GPU beat the host's CPU from n = {r.crossover()} on. A call of `x + x` on 1 to 10,000 elements "
+             f"took {min(r.add_seconds.values()) * 1e6:.1f} to {max(r.add_seconds.values()) * 1e6:.1f} µs on the GPU, "
+             "synchronised: the fixed cost of a call.", "",
+             "| copy | latency (fit) | bandwidth (fit) | largest copy |", "|---|---:|---:|---:|"]
+    rows += [f"| {s.label.split(' (')[0]} | {f.latency_s * 1e6:.1f} µs | {f.bandwidth_gbps:.1f} GB/s | "
+             f"{s.nbytes[-1] / 2**20:.0f} MiB at {s.gbps[-1]:.1f} GB/s |" for s, f in zip(r.copies, r.fits())]
+    return rows
+
+
 SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors,
-            "standin": standin, "simdevice": simdevice, "memory": memory, "grading": grading, "report": report}
+            "standin": standin, "simdevice": simdevice, "memory": memory, "grading": grading, "report": report,
+            "gpu": gpu}
 
 
 def main() -> int:
