@@ -622,3 +622,15 @@ def test_fact_a_gpu_tensors_reported_device_is_not_the_index_less_request():
     from course_utils.quizzes import get_quiz
     quiz = get_quiz("05.gpu_tensor_device")
     assert "type" in quiz.options[quiz.answer]
+
+
+def test_memory_that_nvidia_smi_shows_after_del_is_on_the_core_path():
+    """One of the problems learners meet most: the section, its measuring cell and the summary's line come before
+    "Going further"; without CUDA the cell shows a recorded H100 run, labelled as one."""
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = [source(c) for c in load(NOTEBOOK_DIR / "05_device_attribute.ipynb")["cells"]]
+    further = next(i for i, s in enumerate(cells) if s.startswith("## Going further"))
+    section = next(i for i, s in enumerate(cells) if s.startswith("### Memory that `nvidia-smi` still shows"))
+    assert section < further and "torch.cuda.memory_reserved()" in cells[section + 1]
+    assert "What the cell printed on" in cells[section + 1] and "an NVIDIA H100" in cells[section + 1] and "4,000,256" in cells[section + 1]
+    assert any("empty_cache()" in s and "nvidia-smi" in s for s in cells[section:further] if s.startswith("## Summary"))
