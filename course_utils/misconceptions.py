@@ -132,6 +132,9 @@ TAMPERING = define("grade.tampering", "Changed course_utils, PyTorch or the grad
                    "The submission changed what the grader relies on; it was not graded.")
 OUT_OF_TIME = define("grade.timeout", "Submission ran out of time",
                      "The submission as a whole used up its time limit before this exercise could be checked.")
+NOT_A_NOTEBOOK = define("grade.not-a-notebook", "Handed in a file that is not a notebook",
+                        "The submission is another kind of file (a Python script, a PDF, an HTML page, an empty "
+                        "file...): no answer was handed in.")
 NOT_GRADED = define("grade.not-graded", "Not graded",
                     "The submission could not be graded (not a notebook, unknown lesson, a process killed...).")
 

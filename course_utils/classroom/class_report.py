@@ -33,11 +33,12 @@ from .grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
 #: Codes that mean the exercise was not tried (the stub, or no answer at all).
-NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING})
+NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING, misconceptions.NOT_A_NOTEBOOK})
 #: Codes a teacher follows up on, with how the report names them.
 FOLLOW_UP = {misconceptions.TAMPERING: "tampering", misconceptions.OUT_OF_TIME: "time limit",
              misconceptions.TIMEOUT: "time limit", misconceptions.CALL_STACK: "read the checker's stack",
-             misconceptions.REFERENCE: "used the reference solution"}
+             misconceptions.REFERENCE: "used the reference solution",
+             misconceptions.NOT_A_NOTEBOOK: "handed in a file that is not a notebook"}
 FORMATS = ("html", "csv", "json", "gradebook")
 #: The share of a lesson's students from which a misconception is worth class time: the first page shows it.
 MIN_SHARE = 0.10

@@ -15,7 +15,7 @@ from ..exercises import get_exercise, part_marks
 from ..results import FAILED, PASSED
 from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
 from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
-from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, answer_cells, checked_after, defines,
+from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, NotANotebook, answer_cells, checked_after, defines,
                           file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
                           run_order, why_unrunnable)
 
@@ -161,7 +161,8 @@ def _read(g: _Grading) -> None:
     except InvalidSubmission as e:
         lesson = g.lesson or lesson_of(g.path)
         g.exercises = lesson_exercises(lesson) if lesson else []
-        g.end(f"Not graded: {e}.", "invalid notebook")
+        g.end(f"Not graded: {e}.", "invalid notebook",
+              misconceptions.NOT_A_NOTEBOOK if isinstance(e, NotANotebook) else misconceptions.NOT_GRADED)
 
 
 def _choose_lesson(g: _Grading) -> None:

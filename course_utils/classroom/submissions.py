@@ -50,6 +50,10 @@ class InvalidSubmission(CourseError):
     """The file cannot be graded as a notebook; the message says why."""
 
 
+class NotANotebook(InvalidSubmission):
+    """The file is another kind of file (a Python script, a PDF, JSON without cells...): nothing was handed in."""
+
+
 def find_submissions(paths: Sequence[str], problems: Optional[list[str]] = None) -> list[str]:
     """Expand files and folders into the notebooks to grade.
 
@@ -125,6 +129,30 @@ def _open_file(path: str) -> BinaryIO:
     return f
 
 
+#: What :func:`what_file` says of a notebook whose JSON is cut off or broken.
+DAMAGED = "a damaged notebook"
+
+
+def what_file(text: str) -> str:
+    """What a file that is not JSON is, for a teacher and a student: "a Python script", "a PDF", "an HTML page"..."""
+    head = text.lstrip().removeprefix("\ufeff")[:1024]
+    if not head:
+        return "empty"
+    if head[:1] == "{" and ('"cells"' in text or '"nbformat"' in text):
+        return DAMAGED
+    if head.startswith("%PDF"):
+        return "a PDF"
+    if head.startswith("PK"):
+        return "a zip archive (or a Word or Excel file)"
+    if head[:1] == "<":
+        return "an HTML page (a notebook exported as HTML, or a web page)"
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return "a text file"
+    return "a Python script"
+
+
 def read_notebook(path: str) -> dict:
     """Read a notebook file as JSON, without its saved outputs (see :func:`_without_outputs`).
 
@@ -149,12 +177,17 @@ def read_notebook(path: str) -> dict:
                 except UnicodeDecodeError:
                     text = data.decode("utf-8", errors="replace")
                 del data
-                nb = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_without_outputs)
+                try:
+                    nb = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_without_outputs)
+                except json.JSONDecodeError as e:
+                    where = f"{e.msg} at line {e.lineno}, column {e.colno}"
+                    kind = what_file(text)
+                    if kind == DAMAGED:
+                        raise InvalidSubmission(f"the notebook is damaged: it is not valid JSON ({where}); "
+                                                "save it again from Jupyter") from None
+                    raise NotANotebook(f"the file is {kind}, not a notebook (it is not valid JSON: {where})") from None
     except InvalidSubmission:
         raise
-    except json.JSONDecodeError as e:
-        raise InvalidSubmission(f"the file is not a notebook: it is not valid JSON ({e.msg} at line "
-                                f"{e.lineno}, column {e.colno})") from None
     except RecursionError:
         raise InvalidSubmission("the file is not a notebook: its JSON is nested too deeply") from None
     except (MemoryError, ValueError, LookupError) as e:  # e.g. a number too large to read
@@ -163,7 +196,7 @@ def read_notebook(path: str) -> dict:
     except OSError as e:
         raise InvalidSubmission(f"the file could not be read ({e.strerror or type(e).__name__})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise InvalidSubmission("the file is JSON but not a Jupyter notebook (it has no list of cells)")
+        raise NotANotebook("the file is JSON but not a Jupyter notebook (it has no list of cells)")
     return nb
 
 

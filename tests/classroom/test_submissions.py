@@ -217,3 +217,24 @@ def test_reaches_into_course_finds_frame_access(code, found):
 def test_frame_access_is_found_after_an_operator_on_a_continuation_line(graded):
     assert graded.rows.points("frames.ipynb")["01.nbytes"] == 0
     assert "reads the call stack" in graded.rows.feedback("frames.ipynb", "01.nbytes")
+
+
+@pytest.mark.parametrize("content, says, code", [
+    ("def nbytes(t):\n    return t.numel() * t.element_size()\n", "a Python script, not a notebook", "not-a-notebook"),
+    ("%PDF-1.7\n...", "a PDF, not a notebook", "not-a-notebook"),
+    ("<!DOCTYPE html><html><body>notebook</body></html>", "an HTML page", "not-a-notebook"),
+    ("", "the file is empty, not a notebook", "not-a-notebook"),
+    ("my answers: 4 bytes, zeros_like", "a text file, not a notebook", "not-a-notebook"),
+    ('{"cells": [{"cell_type": "code"', "the notebook is damaged: it is not valid JSON", "not-graded"),
+])
+def test_a_file_that_is_not_a_notebook_says_what_was_handed_in_and_counts_as_not_attempted(tmp_path, content, says,
+                                                                                         code):
+    """The note says what the file is (the summary shows its start); the rows' code makes the class report count
+    the student as not having attempted the lesson and follow them up for it. A damaged notebook was an attempt."""
+    from course_utils.classroom.class_report import NOT_TRIED
+    path = tmp_path / "01_tensors.ipynb"
+    path.write_text(content, encoding="utf-8")
+    graded = classroom.grade_notebook(str(path))
+    assert says in graded.note and graded.note.startswith("Not graded: ") and graded.points == 0
+    assert {r.code for r in graded.rows if r.exercise != "TOTAL"} == {f"grade.{code}"}
+    assert all((r.code in NOT_TRIED) == (code == "not-a-notebook") for r in graded.rows if r.exercise != "TOTAL")
