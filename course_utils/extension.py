@@ -282,11 +282,12 @@ def _after_cell(result: Any) -> None:
         explanation = explain_error(error)
         if not explanation.known:
             return
-        if _HERE["lesson"] and explanation.lesson.startswith(_HERE["lesson"] + "_"):
-            explanation = dataclasses.replace(explanation, lesson="")   # this lesson teaches it: no link to itself
         from IPython import get_ipython
         from IPython.display import display
         shell = get_ipython()
+        here = getattr(shell, LESSON_ATTR, "")
+        if here and explanation.lesson.startswith(f"{here}_"):
+            explanation = dataclasses.replace(explanation, lesson="")   # this lesson teaches it: no link to itself
         namespace = getattr(shell, "user_ns", {}) or {}
         used = cell_names(_cell_code(shell, result), _failing_line(error, namespace)) or None
         where = variables_on(namespace, explanation.devices, used or ())
@@ -338,20 +339,22 @@ def unload(ipython: Any) -> None:
         ipython.set_custom_exc((), None)   # IPython's own default
 
 
-#: The lesson whose setup cell ran in this kernel (``cu.setup("06")``): its own errors get no "Learn more" link.
-_HERE = {"lesson": ""}
+#: The attribute of the IPython shell that holds the lesson whose setup cell ran in it (``cu.setup("06")``): its
+#: own errors get no "Learn more" link. Kept on the shell, not in this module: the grader's integrity check
+#: watches the package's state, and an answer cell may run a copy of the setup cell.
+LESSON_ATTR = "_course_utils_lesson"
 
 
 def enable(lesson: str | None = None) -> bool:
     """Turn the hooks on in the running IPython, if any, for ``lesson`` (``"06"``; ``None`` keeps the last). Returns
     True when they are on."""
-    if lesson is not None:
-        _HERE["lesson"] = str(lesson)
     try:
         from IPython import get_ipython
         shell = get_ipython()
         if shell is None:
             return False
+        if lesson is not None:
+            setattr(shell, LESSON_ATTR, str(lesson))
         load(shell)
         manager = getattr(shell, "extension_manager", None)
         if manager is not None:   # as %load_ext would: %unload_ext course_utils then turns it off
