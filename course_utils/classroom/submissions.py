@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Optional, Sequence
 
@@ -481,6 +482,14 @@ def _names_read(tree: ast.Module) -> set[str]:
     return read - bound - PROVIDED - set(dir(builtins))
 
 
+@lru_cache(maxsize=4096)
+def _names(source: str) -> Optional[tuple[frozenset[str], frozenset[str]]]:
+    """(The names a cell binds, the names it reads), or ``None`` when Python cannot read it. Cached:
+    a class's notebooks share most of their cells."""
+    tree = _parse(source)
+    return None if tree is None else (frozenset(_bound_at_top(tree)), frozenset(_names_read(tree)))
+
+
 def check_cell(cells: list, ex_id: str) -> Optional[int]:
     """The index of the cell that checks ``ex_id`` (``cu.exercise("01.nbytes")``), or ``None``."""
     for index, cell in enumerate(cells):
@@ -511,16 +520,16 @@ def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str])
         if index in taken or not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell_source(cell)
-        tree = _parse(source) if len(source) <= MAX_ANSWER_CHARS else None
-        if tree is not None:
-            candidates[index] = (source, _bound_at_top(tree), _names_read(tree))
+        names = _names(source) if len(source) <= MAX_ANSWER_CHARS else None
+        if names is not None:
+            candidates[index] = (source, *names)
     bound_by_answers: set[str] = set()
     wanted: list[tuple[str, int]] = []   # (name, index of the cell where it is used)
     for answer in answers:
-        tree = _parse(answer.source)
-        if tree is not None:
-            bound_by_answers |= _bound_at_top(tree)
-            wanted += [(name, answer.index) for name in sorted(_names_read(tree))]
+        names = _names(answer.source)
+        if names is not None:
+            bound_by_answers |= names[0]
+            wanted += [(name, answer.index) for name in sorted(names[1])]
     for ex_id in exercises:
         name = get_exercise(ex_id).name
         if not any(a.exercise == ex_id for a in answers) or name not in bound_by_answers:

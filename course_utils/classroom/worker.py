@@ -2,8 +2,9 @@
 
 Private to :mod:`course_utils.classroom`, whose docstring describes the design and the threat model.
 Importing this module imports PyTorch, every course module and the modules PyTorch would otherwise
-import lazily during the first checks (3-5 s per process). :func:`serve` then forks a fresh child
-per run from that pristine state; a child never comes from another submission's process.
+import lazily during the first checks (3-5 s per process). Where no GPU is, :func:`serve` also makes
+the state each run starts from (:func:`_pristine`: the namespace, the guard, the snapshot) once. It then
+forks a fresh child per run from that pristine state; a child never comes from another submission's process.
 
 Per run, the grader passes three pipes: the job (read by the child), the channel (the child's
 signed messages, one JSON line each) and the status (the run's supervisor, forked by the server,
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
+import contextlib
 import gc
 import importlib
 import inspect
@@ -35,7 +37,7 @@ import socket
 import tempfile
 import types
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 # Ask PyTorch to probe CUDA through NVML, which does not initialise CUDA in the fork server
 # (a CUDA context does not survive a fork).
@@ -74,6 +76,12 @@ for _lazy in ("torch._dynamo", "torch.fx.experimental.symbolic_shapes", "IPython
     except Exception:  # pragma: no cover - only a speed-up
         pass
 prepare_pytorch()
+
+
+def _no_accelerator() -> bool:
+    """Whether this machine has no CUDA or MPS device, asked as the fork server may (through NVML for CUDA, which
+    starts nothing that a fork cannot keep)."""
+    return not (torch.cuda.is_available() or torch.backends.mps.is_available())
 
 #: Cell magics whose body IPython runs as ordinary code in the notebook's namespace.
 _BODY_MAGICS = frozenset({"time", "capture"})
@@ -291,7 +299,6 @@ def _isolate(memory_mb: int) -> None:
     os.close(devnull)
     # A learner's cu.exercise()/cu.quiz() must not write the grader's own progress file.
     os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tmp, "progress.json")
-    torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
 
 
 #: The environment variable naming the user that learner code runs as when the grader runs as root
@@ -346,7 +353,7 @@ def notebook_namespace() -> dict:
     return namespace
 
 
-def main(channel: int, key: bytes, job: dict) -> None:
+def main(channel: int, key: bytes, job: dict, pristine: Optional[Pristine] = None) -> None:
     """Grade one submission's answer cells; the process ends here.
 
     Args:
@@ -354,6 +361,7 @@ def main(channel: int, key: bytes, job: dict) -> None:
         key: the HMAC key for this run.
         job: ``cells`` (``[index, exercise id, source]`` in notebook order), ``check`` (exercise ids),
             ``cell_timeout``, ``check_timeout`` (seconds) and ``memory_mb``.
+        pristine: the state to start from, made by the fork server (:func:`_pristine`); else made here.
 
     The cells run in order; each exercise of ``check`` is checked right after its last cell (one
     without cells, at the end). The messages sent, and their order, are described in
@@ -364,7 +372,7 @@ def main(channel: int, key: bytes, job: dict) -> None:
     try:
         _isolate(job["memory_mb"])
         os.environ[modes.MODE_ENV] = modes.ASSESSED if job.get("assessed") else ""   # as the grader runs
-        run = _Run(job, send)
+        run = _Run(job, send, pristine)
         send({"t": Kind.READY})
         run.cells_and_checks()
         send({"t": Kind.DONE})
@@ -402,14 +410,10 @@ class _Run:
         send: :func:`_sender`'s ``send``.
     """
 
-    def __init__(self, job: dict, send: Callable[[dict], None]) -> None:
+    def __init__(self, job: dict, send: Callable[[dict], None], pristine: Optional[Pristine] = None) -> None:
         self.job, self.send = job, send
         self.look, self.leave = verify, os._exit  # its own references, as send's
-        self.namespace = notebook_namespace()
-        self.guard = ReferenceGuard(self.namespace)
-        self.guard.install()
-        self.start = torch_settings()
-        self.snap = take_snapshot()
+        self.namespace, self.guard, self.start, self.snap = pristine or _pristine()
         self.cell_errors: dict[str, dict] = {}  # exercise -> the error of its answer cells that counts
 
     def cells_and_checks(self) -> None:
@@ -462,7 +466,21 @@ class _Run:
                 self.leave(TAMPERED_EXIT)
 
 
-def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
+#: What a run starts from: (namespace, guard, PyTorch's settings, snapshot), see :func:`_pristine`.
+Pristine = tuple[dict, ReferenceGuard, list[Any], Snapshot]
+
+
+def _pristine() -> Pristine:
+    """What a run starts from, before any learner code: the notebook's namespace (after its ``cu.setup()``), the
+    reference guard installed on it, PyTorch's settings and the snapshot of what must not change."""
+    torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
+    namespace = notebook_namespace()
+    guard = ReferenceGuard(namespace)
+    guard.install()
+    return namespace, guard, torch_settings(), take_snapshot()
+
+
+def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[Pristine]) -> None:
     """The run's supervisor, forked by :func:`serve`: it forks the worker and outlives it. Never returns.
 
     The supervisor leads a new session and is a subreaper (``PR_SET_CHILD_SUBREAPER``), so every
@@ -493,7 +511,7 @@ def _child(job_fd: int, channel_fd: int, status_fd: int) -> None:
                 os.environ["COURSE_GRADE_TMP"] = str(job.pop("tmp", ""))  # for _isolate
             except BaseException:
                 os._exit(4)
-            main(channel_fd, key, job)
+            main(channel_fd, key, job, pristine)
         os.close(job_fd)
         os.close(channel_fd)
         _write_status(status_fd, session_line(os.getpid(), worker))
@@ -524,6 +542,13 @@ def serve(control_fd: int) -> None:
     procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
     procs.prctl(procs.PR_SET_DUMPABLE, 0)  # learner code cannot ptrace it to tamper with later workers
     procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader, even while stopped
+    # Where no accelerator has to start, every run forks a copy of one pristine state (its own would cost it about
+    # 40 ms); where a GPU is, each run makes its own after CUDA's start-up, which must never happen in the server.
+    pristine: Optional[Pristine] = None
+    if _no_accelerator():
+        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):  # cu.setup()'s banner
+            pristine = _pristine()
+    gc.freeze()  # what every run inherits: their collections need not visit (and copy) it
     grader, me = os.getppid(), os.getpid()
     supervisors: set[int] = set()
     next_look = busy_until = 0.0
@@ -554,7 +579,7 @@ def serve(control_fd: int) -> None:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _child(*fds)
+                _child(*fds, pristine)
             supervisors.add(pid)
             for fd in fds:
                 os.close(fd)
