@@ -48,11 +48,11 @@ def load(path: Path | None = None) -> dict[str, Any]:
 
 
 def record_quiz(quiz_id: str, correct: bool, chosen: int) -> None:
-    """Store a committed quiz prediction (the first prediction is kept as ``first_correct``)."""
+    """Store a committed quiz prediction (the first is kept as ``first_chosen`` and ``first_correct``)."""
     def update(data: dict[str, Any]) -> None:
         entry = data["quizzes"].get(quiz_id)
         if not isinstance(entry, dict):  # new, or hand-edited into something else
-            entry = data["quizzes"][quiz_id] = {"first_correct": correct, "attempts": 0}
+            entry = data["quizzes"][quiz_id] = {"first_correct": correct, "first_chosen": chosen, "attempts": 0}
         entry.update(correct=correct, chosen=chosen, attempts=entry.get("attempts", 0) + 1, at=_now())
     _update(update)
 
@@ -94,6 +94,12 @@ def session_codes() -> dict[str, str]:
     return {ex_id: code for ex_id, (_, code) in _SESSION.items()}
 
 
+#: The MIME type of the record of quiz predictions that :class:`Summary` adds to its output: a notebook handed in
+#: with ``cu.progress()``'s output carries the learner's predictions, which ``python -m course_utils grade
+#: --predictions`` reads (:mod:`course_utils.classroom.predictions`).
+PREDICTIONS_MIME = "application/vnd.course-utils.predictions+json"
+
+
 #: A mark per state, and its word (the picture's legend; a screen reader reads the word).
 MARKS = {"done": "✔", "tried": "◐", "not started": "○"}
 
@@ -102,8 +108,15 @@ class Summary:
     """Progress across the course, one row per lesson, as text and as HTML: a picture of every quiz and exercise
     (done, tried, not started), counts, and the misconceptions the learner's checks met, cleared or not."""
 
-    def __init__(self, rows: list[dict[str, Any]], path: Path, hits: list[dict[str, Any]] | None = None):
+    def __init__(self, rows: list[dict[str, Any]], path: Path, hits: list[dict[str, Any]] | None = None,
+                 predictions: dict[str, dict[str, Any]] | None = None):
         self.rows, self.path, self.hits = rows, path, hits or []
+        self.predictions = predictions or {}   # quiz id -> {"first": letter, "attempts": n}, see _predictions
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The record of quiz predictions, beside the HTML and the text that IPython adds: saved with the output,
+        it reaches the teacher with a notebook handed in."""
+        return {PREDICTIONS_MIME: {"version": _VERSION, "quizzes": self.predictions}}
 
     _HEAD = ("Lesson", "Quizzes answered", "Right first time", "Exercises passed")
 
@@ -180,7 +193,20 @@ def summary(path: Path | None = None) -> Summary:
             quiz_items=[(q, "done" if q in data["quizzes"] else "not started") for q in quizzes],
             exercise_items=[(e, "done" if d.get("passed") else "tried" if d.get("attempts") else "not started")
                             for e, d in done.items()]))
-    return Summary(rows, path, _hits(data))
+    return Summary(rows, path, _hits(data), _predictions(data))
+
+
+def _predictions(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each answered quiz's first prediction, as a letter, and how many were committed. A record written before
+    the first choice was kept has it only when there was one prediction."""
+    out = {}
+    for quiz_id, entry in sorted(data["quizzes"].items()):
+        if not isinstance(entry, dict):
+            continue
+        first = entry.get("first_chosen", entry.get("chosen") if entry.get("attempts") == 1 else None)
+        if isinstance(first, int) and not isinstance(first, bool) and 0 <= first < 26:
+            out[quiz_id] = {"first": "abcdefghijklmnopqrstuvwxyz"[first], "attempts": entry.get("attempts", 1)}
+    return out
 
 
 def _hits(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,13 +22,13 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from .. import misconceptions
 from ..exceptions import CourseError
 from ..exercises import registry
 from ..files import atomic_open, same_file
-from . import gradebook, layouts
+from . import gradebook, layouts, predictions as predicted
 from .grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
@@ -54,15 +54,33 @@ class ReportError(CourseError):
 
 def read_rows(paths: Sequence[str]) -> list[Row]:
     """Every exercise row in ``paths``: CSV files written by ``grade`` (with or without the ``code`` column), and
-    Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out.
+    Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out;
+    so are predictions CSVs (:func:`read_inputs`).
 
     Raises:
-        ReportError: a path that does not exist or cannot be read, or a file in neither format.
+        ReportError: a path that does not exist or cannot be read, or a file in none of these formats.
+    """
+    return read_inputs(paths)[0]
+
+
+def read_inputs(paths: Sequence[str]) -> tuple[list[Row], Optional[list[predicted.Prediction]]]:
+    """The exercise rows in ``paths`` (see :func:`read_rows`), and the quiz predictions in the predictions CSVs
+    among them (written by ``grade --predictions``; ``None`` when there is none).
+
+    Raises:
+        ReportError: a path that does not exist or cannot be read, or a file in none of these formats.
     """
     rows: list[Row] = []
+    found: Optional[list[predicted.Prediction]] = None
     for p in input_files(paths):
-        rows += _read_gradescope(p) if p.name.endswith(".json") else _read_csv(p)
-    return rows
+        if p.name.endswith(".json"):
+            rows += _read_gradescope(p)
+        else:
+            more, predictions = _read_csv(p)
+            rows += more
+            if predictions is not None:
+                found = (found or []) + predictions
+    return rows, found
 
 
 def input_files(paths: Sequence[str]) -> list[Path]:
@@ -93,14 +111,18 @@ def _open_text(path: Path):
         raise ReportError(f"{path}: cannot be read ({e.strerror or e})") from None
 
 
-def _read_csv(path: Path) -> list[Row]:
+def _read_csv(path: Path) -> tuple[list[Row], Optional[list[predicted.Prediction]]]:
+    """The rows of a grades CSV (and ``None``), or the predictions of a predictions CSV."""
     with _open_text(path) as f:
         try:
             reader = csv.reader(f)
             header = next(reader, None)
+            if header is not None and predicted.is_predictions_csv(header):
+                return [], predicted.read_csv(reader)
             if header is None or tuple(header[:6]) != CSV_HEADER[:6]:
                 raise ReportError(f"{path}: not a grades CSV (its header should start with "
-                                  f"{','.join(CSV_HEADER[:6])}; got {','.join(header or [])[:80]!r})")
+                                  f"{','.join(CSV_HEADER[:6])}; got {','.join(header or [])[:80]!r}) nor a "
+                                  f"predictions CSV ({','.join(predicted.HEADER)})")
             has_code = len(header) > 6 and header[6] == "code"
             rows = []
             for number, fields in enumerate(reader, start=2):
@@ -119,7 +141,7 @@ def _read_csv(path: Path) -> list[Row]:
                 code = fields[6] if has_code and len(fields) > 6 else ""
                 rows.append(Row(submission, exercise, points, max_points, fields[4] == "true",
                                 csv_unescape(fields[5]), code if misconceptions.CODE.match(code) else ""))
-            return rows
+            return rows, None
         except UnicodeDecodeError:
             raise ReportError(f"{path}: not UTF-8 text (is it a spreadsheet saved in another format?)") from None
         except csv.Error as e:
@@ -218,6 +240,7 @@ class ClassReport:
     exercises: list[ExerciseStats]
     misconceptions: list[MisconceptionStats]
     follow_up: list[FollowUp]
+    quizzes: list[predicted.QuizStats] = field(default_factory=list)   # what the class predicted (if given)
     anonymous: bool = False
     min_share: float = MIN_SHARE    # a misconception below this share of its lessons' students gets no card
 
@@ -233,10 +256,12 @@ class ClassReport:
         return out
 
 
-def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = MIN_SHARE) -> ClassReport:
+def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = MIN_SHARE,
+              predictions: Optional[Iterable[predicted.Prediction]] = None) -> ClassReport:
     """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. A student who submitted the
     same exercise more than once counts with their best row (passed first, then points). ``min_share``: see
-    :attr:`ClassReport.min_share`."""
+    :attr:`ClassReport.min_share`. ``predictions`` (from predictions CSVs) are counted per quiz, among the students
+    who handed in its lesson (``None``: no predictions were given)."""
     rows = list(rows)
     handed_in: dict[str, set[str]] = defaultdict(set)   # submission -> its lessons
     for row in rows:
@@ -254,6 +279,7 @@ def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = M
                        layout=layouts.read_layout(whose),
                        lessons=_lesson_stats(best), exercises=exercises,
                        misconceptions=_misconception_stats(best), follow_up=_follow_up(best, names),
+                       quizzes=[] if predictions is None else predicted.quiz_stats(predictions, whose, handed_in),
                        anonymous=anonymous, min_share=min_share)
 
 
@@ -347,7 +373,7 @@ def _follow_up(best: dict[tuple[str, str], Row], names: dict[str, str]) -> list[
 # --- writing ------------------------------------------------------------------------------------------------------
 
 #: The tables ``--format csv`` writes, one file each.
-TABLES = ("lessons", "exercises", "misconceptions", "follow_up")
+TABLES = ("lessons", "exercises", "misconceptions", "follow_up", "quizzes")
 
 
 def tables(report: ClassReport) -> dict[str, list[dict]]:
@@ -365,16 +391,22 @@ def tables(report: ClassReport) -> dict[str, list[dict]]:
                            for m in report.misconceptions],
         "follow_up": [{"student": f.student, "lesson": f.lesson, "reasons": "; ".join(f.reasons)}
                       for f in report.follow_up],
+        "quizzes": [{"quiz": q.quiz, "lesson": q.lesson, "students": q.students, "predicted": q.predicted,
+                     "right_first": q.right_first, "answer": q.answer,
+                     "wrong": "; ".join(f"{option}: {n}" for option, n in q.wrong)} for q in report.quizzes],
     }
 
 
 def write(report: ClassReport, out: str, fmt: str) -> list[str]:
     """Write ``report`` to ``out`` (atomically): one HTML page, one JSON file, or for CSV a folder ``out`` with
-    ``lessons.csv``, ``exercises.csv``, ``misconceptions.csv`` and ``follow_up.csv``. Returns the files written."""
+    ``lessons.csv``, ``exercises.csv``, ``misconceptions.csv``, ``follow_up.csv`` and, when predictions were given,
+    ``quizzes.csv``. Returns the files written."""
     if fmt == "csv":
         os.makedirs(out, exist_ok=True)
         written = []
         for name, rows in tables(report).items():
+            if name == "quizzes" and not rows:   # no predictions were given
+                continue
             target = os.path.join(out, f"{name}.csv")
             with atomic_open(target, "w", encoding="utf-8", newline="") as f:
                 _write_csv(rows, f)
@@ -475,6 +507,7 @@ def render_html(report: ClassReport) -> str:
     parts.append(_plan_section(report))
     parts.append(_course_section(report))
     parts.append(_misconception_section(report))
+    parts.append(_prediction_section(report))
     parts.append(_follow_up_section(report))
     parts.append(_exercise_section(report))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -496,12 +529,42 @@ def _plan_section(report: ClassReport) -> str:
         nothing = f"<li>No misconception shown by {report.min_share:.0%} of the class or more.</li>"
         items.append(f"<h3>Lesson {_e(s.lesson)}</h3><p>{s.students} students handed it in; mean score "
                      f"{s.mean_percent:.0f}%, {s.all_passed} passed every exercise, {s.zero} scored zero.</p>"
-                     f"<ul>{said or nothing}</ul>")
+                     f"<ul>{said or nothing}</ul>{_mispredicted(report, s.lesson)}")
     follow = (f"<p>{len(report.follow_up)} student{'s' if len(report.follow_up) != 1 else ''} to follow up "
               "(<a href='#follow-up'>the list</a>).</p>") if report.follow_up else ""
     return (f"<h2>To plan the next class</h2><p class='muted'>Per lesson, the misconceptions shown by at least "
             f"{report.min_share:.0%} of the students who handed it in (at most {TOP_PER_LESSON}, most shown first); "
             f"the details follow below.</p>{''.join(items)}{follow}")
+
+
+def _mispredicted(report: ClassReport, lesson: str) -> str:
+    """For the plan: the lesson's quizzes the fewest predicted right first time (none without predictions)."""
+    worst = predicted.most_mispredicted(report.quizzes, lesson)
+    if not worst:
+        return ""
+    items = "".join(f"<li><code>{_e(q.quiz)}</code>: {q.predicted - q.right_first} of {q.predicted} predicted it "
+                    f"wrong first ({_percent(q.predicted - q.right_first, q.predicted)}), most often "
+                    f"“{_code_html(q.wrong[0][0])}”. The answer: “{_code_html(q.answer)}”.</li>" for q in worst)
+    return f"<p>Predicted wrong most often (<a href='#predictions'>every quiz</a>):</p><ul>{items}</ul>"
+
+
+def _prediction_section(report: ClassReport) -> str:
+    """Per quiz: how many recorded a prediction, how many were right first time, and the wrong options chosen."""
+    if not report.quizzes:
+        return ""
+    rows = "".join(
+        f"<tr><th scope='row'><code>{_e(q.quiz)}</code> {_code_html(q.question)}</th>"
+        f"<td class='n'>{q.predicted} of {q.students}</td>"
+        f"<td class='n'>{f'{q.right_first} ({_percent(q.right_first, q.predicted)})' if q.predicted else '-'}</td>"
+        f"<td>{_code_html('; '.join(f'{option}: {n}' for option, n in q.wrong)) or '-'}</td></tr>"
+        for q in report.quizzes)
+    return ("<h2 id='predictions'>What the class predicted</h2><p class='muted'>Each student's first prediction on "
+            "each quiz, from the record their notebook's <code>cu.progress()</code> cell saved (a notebook saved "
+            "before that cell ran has none). Predictions are what students wrote before they knew: a signal for "
+            "planning, never a grade.</p><table><caption>Quizzes: predictions recorded, right first time, wrong "
+            "options chosen</caption><thead><tr><th scope='col'>Quiz</th><th scope='col' class='n'>Predicted</th>"
+            "<th scope='col' class='n'>Right first time</th><th scope='col'>Wrong first predictions</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
 
 
 def _course_section(report: ClassReport) -> str:
@@ -591,7 +654,8 @@ def _follow_up_section(report: ClassReport) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``report`` subcommand's arguments to ``parser``."""
     parser.add_argument("grades", nargs="+", metavar="GRADES",
-                        help="CSV files written by `grade`, Gradescope results.json files, or folders of them")
+                        help="CSV files written by `grade` (its grades, and its --predictions), Gradescope "
+                             "results.json files, or folders of them")
     parser.add_argument("--out", default=None,
                         help="file to write (a folder for --format csv); default: report.html, report.json or "
                              "report-csv/")
@@ -623,18 +687,20 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
             raise ReportError(f"--out {out} is a file; --format csv writes a folder of tables")
         if not 0 <= args.min_share <= 100:
             raise ReportError(f"--min-share {args.min_share:g} is not a percentage from 0 to 100")
-        rows = read_rows(args.grades)
+        rows, predictions = read_inputs(args.grades)
         if not rows:
             raise ReportError("no graded exercises in the input")
         if args.lesson:
             wanted = {part.strip().zfill(2) for given in args.lesson for part in given.split(",") if part.strip()}
             rows = [r for r in rows if _lesson_of(r.exercise) in wanted]
+            if predictions is not None:
+                predictions = [p for p in predictions if _lesson_of(p.quiz) in wanted]
             if not rows:
                 raise ReportError(f"no graded exercises of lesson {', '.join(sorted(wanted))} in the input")
         if fmt == "gradebook":   # names are the point of a gradebook: --anonymous does not apply
             written = gradebook.write(rows, out)
         else:
-            written = write(summarize(rows, args.anonymous, args.min_share / 100), out, fmt)
+            written = write(summarize(rows, args.anonymous, args.min_share / 100, predictions), out, fmt)
     except ReportError as e:
         print(f"report: {e}", file=stderr)
         return 2
@@ -645,5 +711,5 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
     return 0
 
 
-__all__ = ["read_rows", "summarize", "ClassReport", "tables", "write", "render_html",
+__all__ = ["read_rows", "read_inputs", "summarize", "ClassReport", "tables", "write", "render_html",
            "add_arguments", "run", "ReportError"]

@@ -16,7 +16,7 @@ from .. import modes
 from ..exceptions import CourseError
 from ..exercises import exercise_ids, get_exercise
 from ..files import is_within, same_file
-from . import layouts
+from . import layouts, predictions
 from .grader import SubmissionGrade, grade_all
 from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
 from .runs import Limits
@@ -70,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade every notebook as this lesson (e.g. 01 or 1), not the one detected")
     parser.add_argument("--gradescope", metavar="DIR",
                         help="also write DIR/<submission path, percent-encoded>/results.json")
+    parser.add_argument("--predictions", metavar="CSV",
+                        help="also write each submission's quiz predictions (from its saved cu.progress() output) "
+                             "to CSV, outside the folders graded; `report` counts them per quiz")
     parser.add_argument("--assessed", action="store_true",
                         help=f"grade in assessed mode, as students with {modes.MODE_ENV}={modes.ASSESSED} check: "
                              "feedback says what is wrong, not the code to write")
@@ -151,7 +154,8 @@ def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[
     """Why ``--out`` or ``--gradescope`` would overwrite an input, or ``None``: an output may not be a
     submission (links and hard links included), nor lie inside a folder being graded."""
     folders = [a for a in args.submissions if os.path.isdir(a)]
-    outputs = [("--out", args.out)] + ([("--gradescope", args.gradescope)] if args.gradescope else [])
+    outputs = [("--out", args.out)] + [(flag, value) for flag, value in (("--gradescope", args.gradescope),
+                                                                         ("--predictions", args.predictions)) if value]
     for flag, out in outputs:
         for sub in submissions:
             if same_file(out, sub):
@@ -178,6 +182,11 @@ def _open_outputs(args: argparse.Namespace, paths: list[str]) -> tuple[CsvFile, 
             raise _UsageError(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: "
                               f"{why}.")
         folders = gradescope_folders(paths)
+    if args.predictions:
+        parent = os.path.dirname(os.path.abspath(args.predictions))
+        if os.path.isdir(args.predictions) or not os.path.isdir(parent):
+            raise _UsageError(f"Cannot write --predictions {printable(args.predictions)}: "
+                              f"{'it is a folder' if os.path.isdir(args.predictions) else 'no such folder'}.")
     try:
         return CsvFile(args.out), folders
     except OSError as e:
@@ -239,7 +248,24 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
     _summary(args, grades, time.monotonic() - started, stdout)
     for problem in unwritten:
         print("Could not write Gradescope results " + printable(problem), file=stderr)
+    if args.predictions:
+        _write_predictions(args.predictions, grades, stdout, stderr)
     return 0
+
+
+def _write_predictions(path: str, grades: list[SubmissionGrade], stdout: TextIO, stderr: TextIO) -> None:
+    """Write the quiz predictions that the graded submissions recorded on their lessons' quizzes to ``path``, and
+    say how many (or why they could not be written)."""
+    lessons = {g.submission: lesson for g in grades if (lesson := predictions.lesson_of(r.exercise for r in g.rows))}
+    found = predictions.read_submissions(lessons)
+    try:
+        predictions.write_csv(found, path)
+    except OSError as e:
+        print(f"Could not write --predictions {printable(path)}: {e.strerror or type(e).__name__}.", file=stderr)
+        return
+    recording = len({p.submission for p in found})
+    print(f"Quiz predictions: {len(found)} from {recording} of {len(grades)} submission(s) (a notebook records them "
+          f"when its cu.progress() cell ran before it was saved), written to {printable(path)}.", file=stdout)
 
 
 def _summary(args: argparse.Namespace, grades: list[SubmissionGrade], elapsed: float, stdout: TextIO) -> None:

@@ -18,6 +18,7 @@ from typing import BinaryIO, NamedTuple, Optional, Sequence
 from ..exceptions import CourseError
 from ..exercises import exercise_ids, get_exercise
 from ..notebook import cell_source, exercise_cells
+from ..store import PREDICTIONS_MIME
 from .messages import clean
 
 
@@ -99,13 +100,20 @@ _BIG_READS = threading.Semaphore(1)  # one large notebook in memory at a time, w
 
 def _without_outputs(pairs: list[tuple[str, object]]) -> dict:
     """``object_pairs_hook`` for :func:`read_notebook`: drops saved outputs and attachments as soon as
-    each is parsed (they are never graded), and turns lone surrogates in cell sources (``"\\ud800"``
-    escapes, which no UTF-8 file can hold) into U+FFFD."""
+    each is parsed (they are never graded; only a record of quiz predictions, :data:`PREDICTIONS_MIME`, is
+    kept, for :mod:`course_utils.classroom.predictions`), and turns lone surrogates in cell sources
+    (``"\\ud800"`` escapes, which no UTF-8 file can hold) into U+FFFD."""
     obj = dict(pairs)
     if "output_type" in obj:
+        data = obj.get("data")
+        if isinstance(data, dict) and PREDICTIONS_MIME in data:
+            return {"output_type": obj["output_type"], "data": {PREDICTIONS_MIME: data[PREDICTIONS_MIME]}}
         return {"output_type": obj["output_type"]}
     if "cell_type" in obj:
-        obj.pop("outputs", None)
+        outputs = obj.pop("outputs", None)
+        records = [o for o in outputs if isinstance(o, dict) and "data" in o] if isinstance(outputs, list) else []
+        if records:
+            obj["outputs"] = records
         obj.pop("attachments", None)
         source = obj.get("source")
         if isinstance(source, str):
@@ -155,7 +163,8 @@ def what_file(text: str) -> str:
 
 
 def read_notebook(path: str) -> dict:
-    """Read a notebook file as JSON, without its saved outputs (see :func:`_without_outputs`).
+    """Read a notebook file as JSON, without its saved outputs but a record of quiz predictions (see
+    :func:`_without_outputs`).
 
     Text that is not valid UTF-8 is read with U+FFFD in place of the bad bytes; UTF-8 with a byte
     order mark, UTF-16 and UTF-32 are read too.
