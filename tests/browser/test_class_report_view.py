@@ -7,7 +7,8 @@ import pytest
 import a11y
 from classroom.generated_class import generate
 from conftest import ARTIFACTS
-from course_utils.classroom import class_report
+from course_utils.classroom import class_report, predictions
+from course_utils.quizzes import get_quiz, quiz_ids
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +19,11 @@ OVERFLOW = "() => document.documentElement.scrollWidth - document.documentElemen
 def test_the_report_reads_well_and_passes_the_audit(page, tmp_path, scheme):
     klass = generate(40)
     (tmp_path / "grades.csv").write_text(klass.csv(), encoding="utf-8")
-    report = class_report.summarize(class_report.read_rows([str(tmp_path / "grades.csv")]))
+    rows = class_report.read_rows([str(tmp_path / "grades.csv")])
+    lessons = {r.submission: r.exercise[:2] for r in rows}
+    guessed = [predictions.Prediction(sub, q, "abcd"[(n + len(sub)) % len(get_quiz(q).options)], 1)
+               for n, (sub, lesson) in enumerate(sorted(lessons.items())) for q in quiz_ids() if q[:2] == lesson]
+    report = class_report.summarize(rows, predictions=guessed)
     out = tmp_path / "report.html"
     class_report.write(report, str(out), "html")
     page.emulate_media(color_scheme=scheme)
@@ -28,6 +33,7 @@ def test_the_report_reads_well_and_passes_the_audit(page, tmp_path, scheme):
     top = report.misconceptions[0] if not report.misconceptions[0].generic else \
         next(m for m in report.misconceptions if not m.generic)
     assert top.name.replace("`", "") in page.locator(".card h3").first.inner_text()
+    assert page.locator("#predictions + p + table tbody tr").count() == len(report.quizzes) > 0
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"class-report-{scheme}.png"))
     violations = a11y.audit(page, {"include": [["body"]]})
