@@ -318,24 +318,46 @@ def _map_of(report: DeviceReport, model: Any, inputs: Any, optimizer: Any, loss:
 # --- the inspection ------------------------------------------------------------------------------
 
 def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimizer: Any, loss: Any) -> None:
+    """Fill ``report``: the target device, a row for each tensor (model, losses, inputs, optimizer), the fixes."""
     losses = _loss_modules(loss)
     if isinstance(model, nn.modules.loss._Loss):  # a loss passed as the model holds no model device
         losses.insert(0, ("loss", model))
         model = None
     walker = inventory.Inventory(max_items=_MAX_ITEMS)   # the model's, then the optimizer's (named after it)
     params, buffers, plain, unregistered = _model_tensors(model, report, walker)
-    flat_inputs = []
-    movers: list[str] = []    # containers among the inputs with a `.to` of their own (a BatchEncoding)
+    flat_inputs, movers, modules = _sorted_inputs(inputs)
+    losses += modules
+    packs = _packs_sequences(model)
+    target, scatter = _settle_target(report, model, device, params + buffers, flat_inputs)
+    _model_entries(report, target, params, buffers, plain, unregistered)
+    _loss_entries(report, target, losses)
+    _input_entries(report, target, flat_inputs, packs, data_parallel=scatter is not None)
+    if optimizer is not None:
+        _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
+    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
+
+
+def _sorted_inputs(inputs: Any) -> tuple[list, list[str], list]:
+    """The inputs sorted by what the report does with them: (name, value, role) rows to judge, the names of
+    containers with a `.to` of their own (a BatchEncoding), and the modules among them (losses and others)."""
+    flat_inputs: list[tuple[str, Any, str]] = []
+    movers: list[str] = []
+    modules: list[tuple] = []
     for found in _inputs(inputs):
         name, value = found.name, found.value
         if found.role == inventory.BATCH:
             movers.append(name)
         elif isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
-            losses.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
+            modules.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
         elif found.role != inventory.GRADIENT:
             flat_inputs.append((name, value, found.role))
+    return flat_inputs, movers, modules
 
-    packs = _packs_sequences(model)
+
+def _settle_target(report: DeviceReport, model: Any, device: Any, model_tensors: list,
+                   flat_inputs: list) -> tuple[Optional[torch.device], Optional[torch.device]]:
+    """(the target device, an ``nn.DataParallel``'s ``device_ids[0]`` or ``None``); the report's target and reason
+    are set, and a ``device`` the DataParallel model cannot run on is a problem."""
     voters = [(n, v) for n, v, _ in flat_inputs if not (_cpu_only(n, v) or _lengths_like(n, v))]
     scatter = _data_parallel_device(model)
     if scatter is not None:
@@ -345,16 +367,23 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
             report.problems.append(f"device={safe_repr(device)} is not where this nn.DataParallel runs: it needs "
                                    f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
     else:
-        target, reason = _choose_target(device, params + buffers, voters, report)
+        target, reason = _choose_target(device, model_tensors, voters, report)
     report.target = None if target is None else _device_text(target)
     report.reason = reason
+    return target, scatter
 
-    def status_of(t: torch.Tensor) -> str:
-        return OK if target is None or _on(t.device, target) else MISMATCH
 
+def _status(t: torch.Tensor, target: Optional[torch.device]) -> str:
+    """``OK`` when ``t`` is on the target (or there is none), else ``MISMATCH``."""
+    return OK if target is None or _on(t.device, target) else MISMATCH
+
+
+def _model_entries(report: DeviceReport, target: Optional[torch.device], params: list, buffers: list, plain: list,
+                   unregistered: list) -> None:
+    """The model's rows: parameters and buffers, plain tensor attributes, modules in plain lists or dicts."""
     for kind, items in (("parameter", params), ("buffer", buffers)):
         for name, t in items:
-            status = status_of(t)
+            status = _status(t, target)
             note = ""
             if status == MISMATCH:
                 note = f"not on {report.target}"
@@ -362,7 +391,7 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
                     note = "on meta: no data to move"
             report.entries.append(_entry(kind, name, t, status, note))
     for name, t in plain:
-        wrong = status_of(t) == MISMATCH
+        wrong = _status(t, target) == MISMATCH
         report.entries.append(_entry("plain attribute", name, t, MISMATCH if wrong else WARNING,
                                      "plain tensor attribute: Module.to does not move it"))
     for name, layer in unregistered:
@@ -370,15 +399,25 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         report.entries.append(Entry("unregistered module", name, "", "", type(layer).__name__, WARNING,
                                     "module in a plain list/dict: Module.to does not see it"))
         for tname, t in inside:   # its tensors, where Module.to left them
-            wrong = status_of(t) == MISMATCH
+            wrong = _status(t, target) == MISMATCH
             report.entries.append(_entry("unregistered module", f"{name}.{tname}", t, MISMATCH if wrong else WARNING,
                                          f"in a plain list/dict: Module.to left it on {t.device}" if wrong else
                                          "in a plain list/dict: will not follow Module.to"))
+
+
+def _loss_entries(report: DeviceReport, target: Optional[torch.device], losses: list) -> None:
+    """The rows of the tensors each loss (or other module passed beside the model) holds."""
     for name, owner, *kind in losses:
         for tname, t in _module_tensors(owner):
-            status = status_of(t)
+            status = _status(t, target)
             note = f"held by '{name}': move it with `{name}.to(...)`" if status == MISMATCH else ""
             report.entries.append(_entry(kind[0] if kind else "loss", f"{name}.{tname}", t, status, note))
+
+
+def _input_entries(report: DeviceReport, target: Optional[torch.device], flat_inputs: list, packs: bool,
+                   data_parallel: bool) -> None:
+    """The inputs' rows: tensors judged against the target, CPU-only arguments and lengths by their own rules,
+    anything else noted."""
     for name, value, role in flat_inputs:
         if role == inventory.MORE:
             report.entries.append(Entry("input", name, "", "", "str", NOTE, f"{value} more items not shown"))
@@ -387,21 +426,18 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         elif _lengths_like(name, value):
             report.entries.append(_lengths_entry(name, value, target, packs))
         elif isinstance(value, torch.Tensor):
-            status = status_of(value)
+            status = _status(value, target)
             note = ""
             if status == MISMATCH:
                 note = f"not on {report.target}"
                 if value.dim() == 0 and value.device.type == "cpu":
                     status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
-                elif scatter is not None:
+                elif data_parallel:
                     status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
             report.entries.append(_entry("input", name, value, status, note))
         else:
             report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
                                         _non_tensor_note(value)))
-    if optimizer is not None:
-        _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
-    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
 
 
 def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory):
@@ -649,25 +685,46 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
 def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device],
              movers: list, data_parallel: bool) -> list[str]:
     """Fixes for what the report flags, most important first; code is in `backticks`."""
-    out: list[str] = []
     if target is None:
-        return out
+        return []
     where = f'"{report.target}"'
+    out = _model_fixes(report, params, buffers, where, data_parallel)
+    out += _container_fixes(report)
+    out += _input_fixes(report, movers, where)
+    out += _holder_fixes(report, where)
+    if not (report.mismatches or report.warnings or report.problems) and report.entries:
+        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
+                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
+                   "`device=x.device` or a `*_like` function.")
+    return list(dict.fromkeys(out))
+
+
+def _model_fixes(report: DeviceReport, params: list, buffers: list, where: str, data_parallel: bool) -> list[str]:
+    """Fixes for the model's parameters and buffers that are not on the target (``where``, quoted)."""
+    out: list[str] = []
     model_bad = [e for e in report.entries if e.kind in ("parameter", "buffer") and e.status == MISMATCH]
-    if model_bad:
-        if any(e.device == "meta" for e in model_bad) and report.target != "meta":
-            out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
-                       f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
-        if data_parallel:
-            out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
-                       f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
-                       "inputs does not help: it scatters them to its GPUs from wherever they are.")
-        elif len(model_bad) == len(params) + len(buffers):
-            out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
-        else:
-            shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
-            out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
-                       f"moving? Call `model.to({where})` again after changing the model.")
+    if not model_bad:
+        return out
+    if any(e.device == "meta" for e in model_bad) and report.target != "meta":
+        out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
+                   f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
+    if data_parallel:
+        out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
+                   f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
+                   "inputs does not help: it scatters them to its GPUs from wherever they are.")
+    elif len(model_bad) == len(params) + len(buffers):
+        out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
+    else:
+        shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
+        out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
+                   f"moving? Call `model.to({where})` again after changing the model.")
+    return out
+
+
+def _container_fixes(report: DeviceReport) -> list[str]:
+    """Fixes for what `Module.to` does not see: plain tensor attributes, and layers or tensors in plain lists and
+    dicts (one fix per container)."""
+    out: list[str] = []
     for e in report.entries:
         if e.kind == "plain attribute":
             owner, _, attr = e.name.rpartition(".")
@@ -692,6 +749,13 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
                        f"parameters{left}, and `model.parameters()` (so the optimizer) misses them. In `__init__`, "
                        f"write `self.{container.rpartition('.')[2]} = {wrapper}(...)` around the same layers, then "
                        "move the model again and create the optimizer after.")
+    return out
+
+
+def _input_fixes(report: DeviceReport, movers: list, where: str) -> list[str]:
+    """Fixes for the inputs: a whole batch with its own `.to` in one call, CPU-only arguments and lengths to the
+    CPU, every other input to the target."""
+    out: list[str] = []
     moved_whole = []
     for mover in movers:    # a batch with its own `.to` (a BatchEncoding) moves in one call
         inside = [e for e in report.entries if e.kind == "input" and e.status == MISMATCH and _inside(e.name, mover)]
@@ -710,6 +774,12 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         elif e.kind == "input" and e.status == MISMATCH and e not in moved_whole:
             out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
                        "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
+    return out
+
+
+def _holder_fixes(report: DeviceReport, where: str) -> list[str]:
+    """Fixes for tensors held beside the model: by a loss (or another module passed), by the optimizer."""
+    out: list[str] = []
     for owner in dict.fromkeys(e.name.split(".")[0] for e in report.entries
                                if e.kind in ("loss", "module") and e.status == MISMATCH):
         out.append(f"Move '{owner}' with the model: `{owner}.to({where})` (a loss's `weight` / `pos_weight` are "
@@ -718,11 +788,7 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         out.append("Optimizer state lives where the parameters were when it was created: move the model "
                    "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "
                    "it casts the state to each parameter's device).")
-    if not (report.mismatches or report.warnings or report.problems) and report.entries:
-        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
-                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
-                   "`device=x.device` or a `*_like` function.")
-    return list(dict.fromkeys(out))
+    return out
 
 
 def _inside(name: str, container: str) -> bool:
