@@ -19,6 +19,7 @@ from .schema import Family, Reading
 
 __all__ = ["Explanation", "explain_error", "last_error", "lesson_link"]
 
+
 @dataclass
 class Explanation:
     """What :func:`explain_error` found. Display it in a notebook, print it in a terminal.
