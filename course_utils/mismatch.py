@@ -16,12 +16,10 @@ CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
 """
 from __future__ import annotations
 
-import html
 import inspect
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Optional
 
@@ -31,230 +29,14 @@ from torch.utils.data import DataLoader
 
 from . import inventory
 from .devicemap.model import ODD, DeviceMap, collect
+from .devicereport import MISMATCH, NOTE, OK, WARNING, DeviceReport, Entry, is_on
 from .grading import safe_repr
 from .inventory import Found
-from .text import WIDTH, card, code_html, shorten, wrapped
 
 __all__ = ["explain_devices", "DeviceReport", "Entry", "save_as_gpu_checkpoint"]
 
-#: Entry statuses, from fine to wrong.
-OK, NOTE, WARNING, MISMATCH = "ok", "note", "warning", "mismatch"
-_ICON = {OK: "✔", NOTE: "•", WARNING: "!", MISMATCH: "✘"}
-_COLOUR = {OK: "#2e9d4f", NOTE: "#868e96", WARNING: "#e67700", MISMATCH: "#d9480f"}
 _MAX_ITEMS = 200      # inputs and container items looked at, at most (a report, not a dump)
 _MAX_DEPTH = 3        # how deep nested inputs (dicts of lists of tensors...) are followed
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One row of a :class:`DeviceReport`.
-
-    Attributes:
-        kind: ``"parameter"``, ``"buffer"``, ``"plain attribute"``, ``"input"``, ``"loss"``, ``"module"``,
-            ``"optimizer state"`` or ``"unregistered module"``.
-        name: the name as ``named_parameters()`` / ``named_buffers()`` give it, or the input's key.
-        device: where it lives, as text (``"cuda:0"``), or ``""`` for something that is not a tensor.
-        shape: e.g. ``"(8, 4)"``, or ``""``.
-        dtype: e.g. ``"float32"``, or the type name of a non-tensor.
-        status: ``"ok"``, ``"note"``, ``"warning"`` or ``"mismatch"``.
-        note: why it is flagged, in a few words.
-    """
-
-    kind: str
-    name: str
-    device: str
-    shape: str
-    dtype: str
-    status: str
-    note: str = ""
-
-
-@dataclass
-class DeviceReport:
-    """What :func:`explain_devices` found; display it, print it, or read its attributes.
-
-    Attributes:
-        target: the device everything should be on (``None`` when there was nothing to go by).
-        reason: why that device: you asked for it, or where most of the model's parameters are.
-        entries: one :class:`Entry` per tensor (and per non-tensor input).
-        suggestions: how to fix what is flagged, most important first.
-        problems: things that stopped part of the inspection (e.g. the model is not an ``nn.Module``).
-    """
-
-    target: Optional[str]
-    reason: str
-    entries: list[Entry] = field(default_factory=list)
-    suggestions: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    #: the same objects on a device map, the odd ones out marked (shown under the report in a notebook)
-    device_map: Optional[DeviceMap] = None
-
-    @property
-    def mismatches(self) -> list[str]:
-        """Sorted names of the tensors that are not on the target device."""
-        return sorted({e.name for e in self.entries if e.status == MISMATCH})
-
-    @property
-    def warnings(self) -> list[str]:
-        """Sorted names of tensors that are fine now but will not follow ``Module.to``."""
-        return sorted({e.name for e in self.entries if e.status == WARNING})
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is on the wrong device and nothing is about to be."""
-        return not (self.mismatches or self.warnings or self.problems)
-
-    @property
-    def devices(self) -> dict[str, list[str]]:
-        """Device -> names of the tensors on it."""
-        out: dict[str, list[str]] = {}
-        for e in self.entries:
-            if e.device:
-                out.setdefault(e.device, []).append(e.name)
-        return out
-
-    def headline(self) -> str:
-        """What the rows say: how many of the tensors listed are on the target (and which are not), where the
-        optimizer's tensors are, and what to watch out for."""
-        tensors = [e for e in self.entries if e.device and e.kind != _STATE]
-        state = [e for e in self.entries if e.device and e.kind == _STATE]
-        if self.target is None:
-            return "No target device to compare with." if tensors or state else "Found no tensors to check."
-        whose = f" of {_joined(dict.fromkeys(_GROUP.get(e.kind, 'the inputs') for e in tensors))}" if state else ""
-        bad = sorted({e.name for e in tensors if e.status == MISMATCH})
-        elsewhere = [e for e in tensors if e.status != MISMATCH and not self._on_target(e)]
-        sentences = []
-        if bad:
-            sentences.append(f"{len(bad)} of {len(tensors)} tensors{whose} are not on {self.target}: {_names(bad)}.")
-        elif elsewhere:
-            sentences.append(f"{len(tensors) - len(elsewhere)} of {len(tensors)} tensors{whose} are on {self.target}.")
-        elif tensors:
-            sentences.append(f"All {len(tensors)} tensors{whose} are on {self.target}.")
-        if elsewhere:
-            names = sorted({e.name for e in elsewhere})
-            sentences.append(f"{_names(names)} may stay on {_where(elsewhere)}: see the notes.")
-        if state:
-            sentences.append(f"The optimizer's {len(state)} tensors are on {_where(state)}.")
-            stray = sorted({e.name for e in state if e.status == MISMATCH})
-            if stray:
-                sentences.append(f"Optimizer state not next to its parameter: {_names(stray)}.")
-        if self.warnings:
-            sentences.append(f"Watch out for {_names(self.warnings)}: see the notes.")
-        return " ".join(sentences) or "Found no tensors to check."
-
-    def text(self, max_rows: int = 40) -> str:
-        """Plain text: a table (flagged rows always shown), the headline and the suggested fixes, wrapped at
-        word boundaries to :data:`WIDTH` characters (a note too long for its row goes under it)."""
-        title = "Device report" + (f": target {self.target} ({self.reason})" if self.target else "")
-        lines = wrapped(title, "", "  ")
-        for p in self.problems:
-            lines += wrapped(p, "  problem: ", "    ")
-        rows, hidden = self._rows(max_rows)
-        if rows:
-            width = max(len(e.name) for e in rows)
-            width = min(max(width, 4), 48)
-            lines.append(f"    {'kind':<20}{'name':<{width + 2}}{'device':<10}{'shape':<14}dtype")
-            for e in rows:
-                name = shorten(e.name, width)
-                row = (f"  {_ICON[e.status]} {e.kind:<20}{name:<{width + 2}}{e.device or '-':<10}"
-                       f"{e.shape or '-':<14}{e.dtype}")
-                if e.note and len(row) + len(e.note) + 5 <= WIDTH:
-                    lines.append(f"{row}  <- {e.note}")
-                else:
-                    lines.append(row)
-                    lines += wrapped(e.note, "      <- ", "         ") if e.note else []
-            if hidden:
-                lines.append(f"    ... and {len(hidden)} more tensors on {_where(hidden)}, all fine")
-        lines += wrapped(self.headline(), "", "")
-        if self.suggestions:
-            lines.append("How to fix:")
-            for s in self.suggestions:
-                lines += wrapped(s, "  - ", "    ")
-        return "\n".join(lines)
-
-    __str__ = text
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_html_(self) -> str:
-        title = "Device report" + (f": target <code>{html.escape(self.target)}</code> "
-                                   f"({html.escape(self.reason)})" if self.target else "")
-        parts = [f"<b>{title}</b>"]
-        for p in self.problems:
-            parts.append(f"<div><span style='color:{_COLOUR[MISMATCH]}'>{_ICON[MISMATCH]}</span> "
-                         f"<b>Problem:</b> {html.escape(p)}</div>")
-        rows, hidden = self._rows(40)
-        if rows:
-            head = "".join(f"<th style='text-align:left;padding:1px 8px'>{h}</th>"
-                           for h in ("status", "kind", "name", "device", "shape", "dtype", "note"))
-            body = []
-            for e in rows:
-                cells = [f"<span style='color:{_COLOUR[e.status]}'>{_ICON[e.status]}</span> {e.status}",
-                         html.escape(e.kind), f"<code>{html.escape(e.name)}</code>",
-                         f"<code>{html.escape(e.device or '-')}</code>", html.escape(e.shape or "-"),
-                         html.escape(e.dtype), html.escape(e.note)]
-                styles = [_WRAPS, _WRAPS, _CELL, _CELL, _CELL, _WRAPS, _NOTE]
-                body.append("<tr>" + "".join(f"<td style='{st}'>{c}</td>" for st, c in zip(styles, cells)) + "</tr>")
-            if hidden:
-                body.append(f"<tr><td></td><td colspan='6' style='{_WRAPS}'>… and {len(hidden)} more "
-                            f"tensors on {html.escape(_where(hidden))}, all fine</td></tr>")
-            parts.append(f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>"
-                         f"{''.join(body)}</table>")
-        parts.append(f"<div><b>{html.escape(self.headline())}</b></div>")
-        if self.suggestions:
-            items = "".join(f"<li>{code_html(s)}</li>" for s in self.suggestions)
-            parts.append(f"<div>How to fix:<ul style='margin:2px 0'>{items}</ul></div>")
-        if self.device_map is not None and self.device_map.lanes:
-            parts.append(self.device_map._repr_html_())
-        colour = _COLOUR[MISMATCH if self.mismatches else WARNING if not self.ok else OK]
-        return card(f"<div style='{_PROSE}'>{''.join(parts)}</div>", colour, "course-device-report")
-
-    def _rows(self, max_rows: int) -> tuple[list[Entry], list[Entry]]:
-        """The rows shown (every flagged one, then fine ones while there is room) and the fine ones left out."""
-        flagged = [e for e in self.entries if e.status != OK]
-        fine = [e for e in self.entries if e.status == OK]
-        room = max(max_rows - len(flagged), 0)
-        if len(fine) <= room:
-            return list(self.entries), []
-        keep = set(map(id, flagged + fine[:room]))
-        return [e for e in self.entries if id(e) in keep], fine[room:]
-
-    def _on_target(self, e: Entry) -> bool:
-        try:
-            return _on(torch.device(e.device), torch.device(str(self.target)))
-        except Exception:
-            return e.device == self.target
-
-
-#: HTML: names, devices and shapes stay on one line; the other cells and the prose wrap between words, never
-#: inside one, and a table wider than the output scrolls inside the card.
-_CELL = "padding:1px 8px;white-space:nowrap"
-_WRAPS = "padding:1px 8px;white-space:normal;word-break:normal;overflow-wrap:normal"
-_NOTE = _WRAPS + ";min-width:16em"
-_PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word;overflow-x:auto"
-_STATE = "optimizer state"
-#: Whose tensors each kind of row is, for the headline.
-_GROUP = {"parameter": "the model", "buffer": "the model", "plain attribute": "the model",
-          "unregistered module": "the model", "loss": "the loss", "input": "the inputs", "module": "the inputs"}
-
-
-def _where(entries: list[Entry]) -> str:
-    """The devices of some rows: ``cpu``, or ``cpu (6) and meta (2)``, most first."""
-    counts = Counter(e.device for e in entries if e.device)
-    if len(counts) == 1:
-        return next(iter(counts))
-    return _joined(f"{device} ({n})" for device, n in counts.most_common())
-
-
-def _joined(words: Iterable[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    words = list(words)
-    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
-
-
-def _names(names: list[str], limit: int = 6) -> str:
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *,
@@ -318,43 +100,72 @@ def _map_of(report: DeviceReport, model: Any, inputs: Any, optimizer: Any, loss:
 # --- the inspection ------------------------------------------------------------------------------
 
 def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimizer: Any, loss: Any) -> None:
+    """Fill ``report``: the target device, a row for each tensor (model, losses, inputs, optimizer), the fixes."""
     losses = _loss_modules(loss)
     if isinstance(model, nn.modules.loss._Loss):  # a loss passed as the model holds no model device
         losses.insert(0, ("loss", model))
         model = None
     walker = inventory.Inventory(max_items=_MAX_ITEMS)   # the model's, then the optimizer's (named after it)
     params, buffers, plain, unregistered = _model_tensors(model, report, walker)
-    flat_inputs = []
-    movers: list[str] = []    # containers among the inputs with a `.to` of their own (a BatchEncoding)
+    flat_inputs, movers, modules = _sorted_inputs(inputs)
+    losses += modules
+    packs = _packs_sequences(model)
+    target, scatter = _settle_target(report, model, device, params + buffers, flat_inputs)
+    _model_entries(report, target, params, buffers, plain, unregistered)
+    _loss_entries(report, target, losses)
+    _input_entries(report, target, flat_inputs, packs, data_parallel=scatter is not None)
+    if optimizer is not None:
+        _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
+    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
+
+
+def _sorted_inputs(inputs: Any) -> tuple[list, list[str], list]:
+    """The inputs sorted by what the report does with them: (name, value, role) rows to judge, the names of
+    containers with a `.to` of their own (a BatchEncoding), and the modules among them (losses and others)."""
+    flat_inputs: list[tuple[str, Any, str]] = []
+    movers: list[str] = []
+    modules: list[tuple] = []
     for found in _inputs(inputs):
         name, value = found.name, found.value
         if found.role == inventory.BATCH:
             movers.append(name)
         elif isinstance(value, nn.Module):    # a loss (or another module) among the inputs: look at its tensors
-            losses.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
+            modules.append((name, value) if isinstance(value, nn.modules.loss._Loss) else (name, value, "module"))
         elif found.role != inventory.GRADIENT:
             flat_inputs.append((name, value, found.role))
+    return flat_inputs, movers, modules
 
-    packs = _packs_sequences(model)
+
+def _settle_target(report: DeviceReport, model: Any, device: Any, model_tensors: list,
+                   flat_inputs: list) -> tuple[Optional[torch.device], Optional[torch.device]]:
+    """(the target device, an ``nn.DataParallel``'s ``device_ids[0]`` or ``None``); the report's target and reason
+    are set, and a ``device`` the DataParallel model cannot run on is a problem."""
     voters = [(n, v) for n, v, _ in flat_inputs if not (_cpu_only(n, v) or _lengths_like(n, v))]
     scatter = _data_parallel_device(model)
     if scatter is not None:
         target, reason = scatter, "nn.DataParallel's device_ids[0], where it checks the model is"
         asked = _safe_device(device) if device is not None else scatter
-        if asked is None or not _on(scatter, asked):
+        if asked is None or not is_on(scatter, asked):
             report.problems.append(f"device={safe_repr(device)} is not where this nn.DataParallel runs: it needs "
                                    f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
     else:
-        target, reason = _choose_target(device, params + buffers, voters, report)
+        target, reason = _choose_target(device, model_tensors, voters, report)
     report.target = None if target is None else _device_text(target)
     report.reason = reason
+    return target, scatter
 
-    def status_of(t: torch.Tensor) -> str:
-        return OK if target is None or _on(t.device, target) else MISMATCH
 
+def _status(t: torch.Tensor, target: Optional[torch.device]) -> str:
+    """``OK`` when ``t`` is on the target (or there is none), else ``MISMATCH``."""
+    return OK if target is None or is_on(t.device, target) else MISMATCH
+
+
+def _model_entries(report: DeviceReport, target: Optional[torch.device], params: list, buffers: list, plain: list,
+                   unregistered: list) -> None:
+    """The model's rows: parameters and buffers, plain tensor attributes, modules in plain lists or dicts."""
     for kind, items in (("parameter", params), ("buffer", buffers)):
         for name, t in items:
-            status = status_of(t)
+            status = _status(t, target)
             note = ""
             if status == MISMATCH:
                 note = f"not on {report.target}"
@@ -362,7 +173,7 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
                     note = "on meta: no data to move"
             report.entries.append(_entry(kind, name, t, status, note))
     for name, t in plain:
-        wrong = status_of(t) == MISMATCH
+        wrong = _status(t, target) == MISMATCH
         report.entries.append(_entry("plain attribute", name, t, MISMATCH if wrong else WARNING,
                                      "plain tensor attribute: Module.to does not move it"))
     for name, layer in unregistered:
@@ -370,15 +181,25 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         report.entries.append(Entry("unregistered module", name, "", "", type(layer).__name__, WARNING,
                                     "module in a plain list/dict: Module.to does not see it"))
         for tname, t in inside:   # its tensors, where Module.to left them
-            wrong = status_of(t) == MISMATCH
+            wrong = _status(t, target) == MISMATCH
             report.entries.append(_entry("unregistered module", f"{name}.{tname}", t, MISMATCH if wrong else WARNING,
                                          f"in a plain list/dict: Module.to left it on {t.device}" if wrong else
                                          "in a plain list/dict: will not follow Module.to"))
+
+
+def _loss_entries(report: DeviceReport, target: Optional[torch.device], losses: list) -> None:
+    """The rows of the tensors each loss (or other module passed beside the model) holds."""
     for name, owner, *kind in losses:
         for tname, t in _module_tensors(owner):
-            status = status_of(t)
+            status = _status(t, target)
             note = f"held by '{name}': move it with `{name}.to(...)`" if status == MISMATCH else ""
             report.entries.append(_entry(kind[0] if kind else "loss", f"{name}.{tname}", t, status, note))
+
+
+def _input_entries(report: DeviceReport, target: Optional[torch.device], flat_inputs: list, packs: bool,
+                   data_parallel: bool) -> None:
+    """The inputs' rows: tensors judged against the target, CPU-only arguments and lengths by their own rules,
+    anything else noted."""
     for name, value, role in flat_inputs:
         if role == inventory.MORE:
             report.entries.append(Entry("input", name, "", "", "str", NOTE, f"{value} more items not shown"))
@@ -387,21 +208,18 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
         elif _lengths_like(name, value):
             report.entries.append(_lengths_entry(name, value, target, packs))
         elif isinstance(value, torch.Tensor):
-            status = status_of(value)
+            status = _status(value, target)
             note = ""
             if status == MISMATCH:
                 note = f"not on {report.target}"
                 if value.dim() == 0 and value.device.type == "cpu":
                     status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
-                elif scatter is not None:
+                elif data_parallel:
                     status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
             report.entries.append(_entry("input", name, value, status, note))
         else:
             report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
                                         _non_tensor_note(value)))
-    if optimizer is not None:
-        _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
-    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
 
 
 def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory):
@@ -485,11 +303,6 @@ def _normalise(device: Any) -> torch.device:
     return d
 
 
-def _on(device: torch.device, target: torch.device) -> bool:
-    if device.type != target.type:
-        return False
-    return target.index is None or device.index is None or device.index == target.index
-
 
 def _device_text(device: torch.device) -> str:
     return str(device)
@@ -553,7 +366,7 @@ def _lengths_entry(name: str, value: torch.Tensor, target: Optional[torch.device
     if packs:
         return _entry("input", name, value, NOTE if on_cpu else MISMATCH,
                       f"{_CPU_ONLY}: the model calls pack_padded_sequence, which reads lengths on the CPU")
-    if on_cpu or target is None or _on(value.device, target):
+    if on_cpu or target is None or is_on(value.device, target):
         return _entry("input", name, value, NOTE,
                       f"{_MAYBE_LENGTHS}: keep it on the CPU if it goes to pack_padded_sequence; on the model's "
                       "device if the model computes with it (its code did not say which)")
@@ -649,25 +462,46 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
 def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device],
              movers: list, data_parallel: bool) -> list[str]:
     """Fixes for what the report flags, most important first; code is in `backticks`."""
-    out: list[str] = []
     if target is None:
-        return out
+        return []
     where = f'"{report.target}"'
+    out = _model_fixes(report, params, buffers, where, data_parallel)
+    out += _container_fixes(report)
+    out += _input_fixes(report, movers, where)
+    out += _holder_fixes(report, where)
+    if not (report.mismatches or report.warnings or report.problems) and report.entries:
+        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
+                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
+                   "`device=x.device` or a `*_like` function.")
+    return list(dict.fromkeys(out))
+
+
+def _model_fixes(report: DeviceReport, params: list, buffers: list, where: str, data_parallel: bool) -> list[str]:
+    """Fixes for the model's parameters and buffers that are not on the target (``where``, quoted)."""
+    out: list[str] = []
     model_bad = [e for e in report.entries if e.kind in ("parameter", "buffer") and e.status == MISMATCH]
-    if model_bad:
-        if any(e.device == "meta" for e in model_bad) and report.target != "meta":
-            out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
-                       f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
-        if data_parallel:
-            out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
-                       f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
-                       "inputs does not help: it scatters them to its GPUs from wherever they are.")
-        elif len(model_bad) == len(params) + len(buffers):
-            out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
-        else:
-            shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
-            out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
-                       f"moving? Call `model.to({where})` again after changing the model.")
+    if not model_bad:
+        return out
+    if any(e.device == "meta" for e in model_bad) and report.target != "meta":
+        out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
+                   f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
+    if data_parallel:
+        out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
+                   f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
+                   "inputs does not help: it scatters them to its GPUs from wherever they are.")
+    elif len(model_bad) == len(params) + len(buffers):
+        out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
+    else:
+        shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
+        out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
+                   f"moving? Call `model.to({where})` again after changing the model.")
+    return out
+
+
+def _container_fixes(report: DeviceReport) -> list[str]:
+    """Fixes for what `Module.to` does not see: plain tensor attributes, and layers or tensors in plain lists and
+    dicts (one fix per container)."""
+    out: list[str] = []
     for e in report.entries:
         if e.kind == "plain attribute":
             owner, _, attr = e.name.rpartition(".")
@@ -692,6 +526,13 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
                        f"parameters{left}, and `model.parameters()` (so the optimizer) misses them. In `__init__`, "
                        f"write `self.{container.rpartition('.')[2]} = {wrapper}(...)` around the same layers, then "
                        "move the model again and create the optimizer after.")
+    return out
+
+
+def _input_fixes(report: DeviceReport, movers: list, where: str) -> list[str]:
+    """Fixes for the inputs: a whole batch with its own `.to` in one call, CPU-only arguments and lengths to the
+    CPU, every other input to the target."""
+    out: list[str] = []
     moved_whole = []
     for mover in movers:    # a batch with its own `.to` (a BatchEncoding) moves in one call
         inside = [e for e in report.entries if e.kind == "input" and e.status == MISMATCH and _inside(e.name, mover)]
@@ -710,6 +551,12 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         elif e.kind == "input" and e.status == MISMATCH and e not in moved_whole:
             out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
                        "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
+    return out
+
+
+def _holder_fixes(report: DeviceReport, where: str) -> list[str]:
+    """Fixes for tensors held beside the model: by a loss (or another module passed), by the optimizer."""
+    out: list[str] = []
     for owner in dict.fromkeys(e.name.split(".")[0] for e in report.entries
                                if e.kind in ("loss", "module") and e.status == MISMATCH):
         out.append(f"Move '{owner}' with the model: `{owner}.to({where})` (a loss's `weight` / `pos_weight` are "
@@ -718,11 +565,7 @@ def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional
         out.append("Optimizer state lives where the parameters were when it was created: move the model "
                    "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "
                    "it casts the state to each parameter's device).")
-    if not (report.mismatches or report.warnings or report.problems) and report.entries:
-        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
-                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
-                   "`device=x.device` or a `*_like` function.")
-    return list(dict.fromkeys(out))
+    return out
 
 
 def _inside(name: str, container: str) -> bool:

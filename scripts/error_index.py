@@ -3,7 +3,7 @@
 
 One row per kind of error: the messages exactly as PyTorch prints them, each with the PyTorch
 versions that print it, the cause, the fix and the lesson section that teaches it; then where each
-message was checked. Edit ``course_utils/errors.py``, never the Markdown.
+message was checked. Edit ``course_utils/errors/catalogue.py``, never the Markdown.
 
     python scripts/error_index.py          # rewrite docs/errors.md
     python scripts/error_index.py --check  # exit 1 when docs/errors.md is out of date (the tests do this)

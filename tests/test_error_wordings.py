@@ -88,7 +88,7 @@ QUOTES = [(path.stem, quote) for path in notebook_paths() for quote in quotes_in
 @pytest.mark.parametrize("notebook, quote", QUOTES, ids=[f"{nb}:{q[:50]}" for nb, q in QUOTES])
 def test_every_quoted_message_is_listed_and_explained(notebook, quote):
     key = catalogue_match(quote, CATALOGUE)
-    assert key, f"{notebook} quotes a message that course_utils/errors.py does not list: {quote!r}"
+    assert key, f"{notebook} quotes a message that course_utils/errors/catalogue.py does not list: {quote!r}"
     assert catalogue_match(quote, [(key, DOCS)]), f"docs/errors.md is missing {quote!r}: run scripts/error_index.py"
     e = explain_error(quote)
     assert e.known and e.key == key, (quote, e.key)

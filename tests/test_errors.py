@@ -507,7 +507,7 @@ def test_bytes_and_exceptions_are_read():
 def test_the_end_of_a_huge_traceback_is_read():
     frame = '  File "train.py", line 1, in f\n    y = f(x)\n'
     text = frame * 200_000 + "RuntimeError: CUDA error: invalid device ordinal"
-    assert len(text) > errors._MAX_CHARS and explain_error(text).key == "ordinal"
+    assert len(text) > errors.explain._MAX_CHARS and explain_error(text).key == "ordinal"
 
 
 # --- display -------------------------------------------------------------------------------------------------
@@ -585,7 +585,7 @@ def test_a_new_family_is_one_entry_its_tailor_fits_the_text_to_the_message(monke
     new = errors.Family("demo", "A demo", (r"(?P<what>\w+) is stuck on (?P<a>\w+)",),
                         (errors.Wording("x is stuck on cpu", "none", "this test"),), "It is stuck.", "Unstick it.",
                         tailor=tailor)
-    monkeypatch.setattr(errors, "FAMILIES", errors.FAMILIES + (new,))
+    monkeypatch.setattr(errors.catalogue, "FAMILIES", errors.FAMILIES + (new,))
     e = explain_error("RuntimeError: weight is stuck on CPU")
     assert e.key == "demo" and e.cause == "weight is on cpu. It is stuck." and e.fix == "Unstick it."
     assert e.devices == ("cpu",) and "demo" not in LESSONS
@@ -832,7 +832,7 @@ def test_the_rule_states_the_zero_dim_edges_exactly():
     take one on a GPU;
     the course's data of CUDA's checks (devicerules) agrees, run with meta as the GPU."""
     from course_utils import devicerules as rules
-    rule = errors._RULE
+    rule = errors.tailors.SAME_DEVICE_RULE
     assert "element-wise math" not in rule and "one 0-dim CPU tensor as an operand of a binary operation" in rule
     assert all(s in rule for s in ("`torch.where`", "`torch.lerp`'s weight from 2.6", "`addcmul`", "`clamp(min=t)`"))
     assert family("devices").cause.endswith(rule)

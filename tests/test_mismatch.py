@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from course_utils import mismatch
+from course_utils import devicereport, mismatch
 from course_utils.mismatch import DeviceReport, explain_devices, save_as_gpu_checkpoint
 
 
@@ -207,7 +207,7 @@ def test_text_wraps_at_spaces_and_html_between_words():
     model.head = nn.Linear(8, 3)
     report = explain_devices(model, {"x": torch.randn(2, 4), "lengths": torch.tensor([3, 2])}, device="meta")
     text = report.text()
-    assert max(len(line) for line in text.splitlines()) <= mismatch.WIDTH
+    assert max(len(line) for line in text.splitlines()) <= devicereport.WIDTH
     flat = " ".join(text.split())
     for said in report.suggestions + [report.headline()] + [e.note for e in report.entries if e.note]:
         assert " ".join(said.split()) in flat           # every word whole: broken only at spaces

@@ -1,0 +1,136 @@
+"""What one entry of the error catalogue is, and which lesson teaches each family.
+
+:class:`Wording` is one message as PyTorch prints it, :class:`Family` one kind of error (its patterns, wordings,
+cause, fix and ``tailor``), :class:`Reading` what a family's ``tailor`` gets and returns. :data:`LESSONS` maps a
+family to the lesson section that teaches it; families no lesson teaches yet point to the appendix
+:data:`FIELD_GUIDE`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+__all__ = ["Wording", "Family", "Reading", "LESSONS", "FIELD_GUIDE"]
+
+#: The appendix for problems no lesson teaches yet.
+FIELD_GUIDE = "08_field_guide"
+
+#: Family key -> (notebook, section) that teaches it. Update here when a lesson starts teaching one.
+LESSONS: dict[str, tuple[str, str]] = {
+    "devices": ("06_mismatch_errors", "1. Meet the error"),
+    "no-kernel": ("06_mismatch_errors", "1. Meet the error"),
+    "data-parallel": (FIELD_GUIDE, "Going further (optional) › DataParallel wants the model on `cuda:0` first"),
+    "optimizer-state": ("06_mismatch_errors", "6. Optimizer state"),
+    "cuda-oom": (FIELD_GUIDE, "CUDA out of memory"),
+    "mps-oom": (FIELD_GUIDE, "Going further (optional) › MPS out of memory"),
+    "numpy": ("03_to_device", "8. NumPy lives on the CPU"),
+    "numpy-grad": ("03_to_device", "8. NumPy lives on the CPU"),
+    "no-to": ("03_to_device", "7. Batches with structure"),
+    "no-device": ("05_device_attribute", "4. A model has no `.device`"),
+    "module-init": ("03_to_device", "Pitfalls"),
+    "device-assert": (FIELD_GUIDE, "Device-side asserts"),
+    "label-range": (FIELD_GUIDE, "Device-side asserts"),
+    "module-prefix": (FIELD_GUIDE, "Checkpoints from DataParallel / DDP"),
+    "fork": (FIELD_GUIDE, "CUDA in DataLoader workers"),
+    "kernel-image": (FIELD_GUIDE, "A PyTorch built for other GPUs"),
+    "mps-op": (FIELD_GUIDE, "Operators MPS lacks"),
+    "index-device": ("06_mismatch_errors", "Going further (optional) › Indexing with an index on another device"),
+    "mps-float64": ("04_cuda", "Going further (optional) › Apple's GPU (MPS) is not CUDA"),
+    "lengths": (FIELD_GUIDE, "Going further (optional) › Sequence lengths stay on the CPU"),
+    "no-cuda": ("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
+    "ordinal": ("04_cuda", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
+    "map-location": (FIELD_GUIDE, "Loading a GPU checkpoint without a GPU"),
+    "weights-only": ("06_mismatch_errors",
+                     "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
+    "pin": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
+    "no-accelerator": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
+    "op-devices": ("06_mismatch_errors", "1. Meet the error"),
+    "cpu-scalars": ("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
+    "addcmul-scalar": ("06_mismatch_errors", "Going further (optional) › Operations that refuse the 0-dim pass"),
+    "leaf": ("03_to_device", "Going further (optional) › Training a tensor you moved"),
+    "sync-debug": ("07_transfer_cost", "Going further (optional) › Let PyTorch point at every synchronisation"),
+    "generator": (FIELD_GUIDE, "Going further (optional) › Default devices, samplers and generators"),
+    "meta-data": ("06_mismatch_errors",
+                  "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
+}
+
+@dataclass(frozen=True)
+class Wording:
+    """One message exactly as PyTorch prints it.
+
+    Attributes:
+        text: the message, verbatim (sizes, device indices, operator names and hashes vary).
+        versions: the PyTorch versions (and builds or devices) that print it, as far as checked.
+        source: where it was checked: a build's string table, a file of PyTorch's source, a real run.
+    """
+
+    text: str
+    versions: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of error: how to recognise it, and what the course says about it.
+
+    Attributes:
+        key: short id, e.g. ``"devices"``.
+        title: a few words for headings.
+        patterns: regular expressions; any match recognises the family. A space in a pattern matches
+            any run of white space (a message pasted from a wrapped terminal line still matches). Named
+            groups ``arg``, ``op``, ``a`` (the odd tensor's device) and ``b`` (the device expected) are read.
+        wordings: real messages, each with the versions that print it (docs and tests use them).
+        cause: why it happens, in the course's words.
+        fix: what to do.
+        check: optional test of a match's groups; a match it rejects is not this family (e.g. a dtype
+            look-alike).
+        tailor: optional; fits the cause and the fix to what one message says (the devices, the argument,
+            the type...): it gets a :class:`Reading` with the family's text and returns it changed.
+        device_problem: False for the few errors the course teaches next to device problems
+            (a forgotten ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
+    """
+
+    key: str
+    title: str
+    patterns: tuple[str, ...]
+    wordings: tuple[Wording, ...]
+    cause: str
+    fix: str
+    check: Optional[Callable[[dict], bool]] = None
+    tailor: Optional[Callable[[Reading], Reading]] = None
+    device_problem: bool = True
+    compiled: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compiled", tuple(re.compile(p.replace(" ", r"\s+")) for p in self.patterns))
+
+    @property
+    def lesson(self) -> str:
+        """The lesson notebook and section that teach this family."""
+        notebook, section = LESSONS.get(self.key, (FIELD_GUIDE, self.title))
+        return f"{notebook}, section {section}" if notebook != FIELD_GUIDE else f"{notebook} (appendix): {section}"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one message says, as its family's pattern read it: what a family's ``tailor`` gets and returns.
+
+    Attributes:
+        groups: the named groups of the pattern that matched.
+        line: the line of the error that was recognised.
+        text: all that was given: a traceback's frames too.
+        arg, op: the argument and the operation the message names, or ``""``.
+        a, b: the odd tensor's device and the device expected (lower case), or ``""``.
+        cause, fix: the family's, until its tailor fits them to the message.
+    """
+
+    groups: dict
+    line: str
+    text: str
+    arg: str
+    op: str
+    a: str
+    b: str
+    cause: str
+    fix: str
