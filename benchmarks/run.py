@@ -33,6 +33,14 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tests_on_path() -> None:
+    """Let a section import the tests' helpers (``tests/nbtools.py``, ``tests/classroom/...``)."""
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+
+
 BUDGET_S = 30.0
 
 
@@ -41,7 +49,8 @@ def notebooks() -> list[str]:
     import nbformat
     from nbclient import NotebookClient
 
-    from course_utils.notebook import with_solutions
+    _tests_on_path()
+    from nbtools import with_solutions
 
     rows = ["| notebook | unsolved (s) | solved (s) | within 30 s |", "|---|---:|---:|:-:|"]
     env_file = ROOT / "benchmarks" / ".progress.json"
@@ -292,7 +301,8 @@ def memory() -> list[str]:
     import nbformat
     from nbclient import NotebookClient
 
-    from course_utils.notebook import with_solutions
+    _tests_on_path()
+    from nbtools import with_solutions
 
     rows = ["| notebook | kernel peak memory (MiB) |", "|---|---:|"]
     os.environ["COURSE_PROGRESS_FILE"] = str(ROOT / "benchmarks" / ".progress.json")
@@ -321,7 +331,8 @@ def grading() -> list[str]:
     import resource
     import tempfile
 
-    from course_utils.notebook import with_solutions
+    _tests_on_path()
+    from nbtools import with_solutions
 
     students = int(os.environ.get("COURSE_BENCH_STUDENTS", "100"))
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -356,7 +367,7 @@ def report(students: int = 1000, repeats: int = 3) -> list[str]:
     ``repeats``, from a CSV and from a folder of Gradescope results.json files."""
     import tempfile
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    _tests_on_path()
     from classroom.generated_class import generate
     from course_utils.classroom.reports import write_gradescope
 

@@ -5,102 +5,189 @@
 | ``autograder --lesson NN`` (a Gradescope bundle)
 | ``links --hub URL | --colab | --binder [--ref vX.Y.Z]`` (launch links, one per lesson, for a branch or a release)
 | ``--version``.
+
+Each subcommand is a small handler (:data:`COMMANDS`) that imports what it needs when it runs, so ``--help``,
+``--version`` and usage errors answer at once, without importing PyTorch.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import sys
+import textwrap
+from typing import Callable, NamedTuple, Optional
 
-from . import __version__, classroom
+from . import __version__
+from .classroom import autograder, class_report, cli as grade_cli, links
 from .exceptions import CourseError
-from .classroom import autograder, class_report, links
 
 #: What ``--version`` prints.
 VERSION_TEXT = f'course_utils {__version__} ("Where does my tensor live?")'
+PROG = "python -m course_utils"
+
+
+def _progress(args: argparse.Namespace) -> int:
+    from .store import summary
+    print(summary().text())
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .exercises import exercise_ids, get_exercise
+    for ex_id in exercise_ids():
+        ex = get_exercise(ex_id)
+        print(f"{ex_id:22} {ex.name:18} {ex.title}")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .errors import explain_error
+    if args.message in (None, "-") and sys.stdin.isatty():  # say what it waits for
+        print("Paste the error message or traceback, then press Ctrl-D (on Windows: Ctrl-Z, then Enter).",
+              file=sys.stderr)
+    text = sys.stdin.read() if args.message in (None, "-") else args.message
+    explanation = explain_error(text)
+    print(explanation.text())
+    return 0 if explanation.known else 1
+
+
+def _hint(args: argparse.Namespace) -> int:
+    from .learner import hint
+    print(hint(args.exercise_id, args.number))
+    return 0
+
+
+def _solution(args: argparse.Namespace) -> int:
+    from .learner import solution
+    print(solution(args.exercise_id))
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import runpy
+
+    from .exercises import get_exercise
+    from .learner import run_check
+    get_exercise(args.exercise_id)   # an unknown id is said before the file runs
+    try:
+        namespace = runpy.run_path(args.file)
+    except BaseException as e:  # the learner's file itself is broken
+        print(f"Could not run {args.file}: {type(e).__name__}: {e}")
+        return 1
+    result = run_check(args.exercise_id, namespace=namespace)
+    print(result.text())
+    return 0 if result.passed else 1
+
+
+def _grade(args: argparse.Namespace) -> int:
+    return grade_cli.run(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    return class_report.run(args)
+
+
+def _autograder(args: argparse.Namespace) -> int:
+    return autograder.run(args)
+
+
+def _links(args: argparse.Namespace) -> int:
+    return links.run(args)
+
+
+def _exercise_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("exercise_id", help="the exercise, e.g. 01.nbytes (the list subcommand lists them)")
+
+
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
+    _exercise_argument(parser)
+    parser.add_argument("file", help="a Python file that defines the exercise's function or class")
+
+
+def _hint_arguments(parser: argparse.ArgumentParser) -> None:
+    _exercise_argument(parser)
+    parser.add_argument("number", nargs="?", type=int, default=1, help="which hint, gentlest first (default: 1)")
+
+
+def _explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("message", nargs="?",
+                        help="the error message or traceback; read from standard input when omitted or '-'")
+
+
+class Command(NamedTuple):
+    """A subcommand: its handler, its line in the list of subcommands, what it does, an example, its arguments."""
+
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    description: str
+    example: str
+    arguments: Optional[Callable[[argparse.ArgumentParser], None]] = None
+
+
+#: Every subcommand, in the order ``--help`` lists them.
+COMMANDS: dict[str, Command] = {
+    "progress": Command(_progress, "show your progress across the lessons",
+                        "Show which exercises you passed and which quizzes you answered, lesson by lesson.",
+                        f"{PROG} progress"),
+    "check": Command(_check, "check an exercise answer written in a .py file",
+                     "Run a Python file and check the function or class it defines against the exercise's "
+                     "reference, as the Check button does (exit status 0 when it passes, 1 when not).",
+                     f"{PROG} check 01.nbytes answer.py", _check_arguments),
+    "hint": Command(_hint, "show a hint", "Show one of an exercise's hints, from the gentlest (1) to nearly the "
+                    "answer.", f"{PROG} hint 01.nbytes 2", _hint_arguments),
+    "solution": Command(_solution, "show the reference solution (after an attempt)",
+                        "Show an exercise's reference solution, once you have attempted it.",
+                        f"{PROG} solution 01.nbytes", _exercise_argument),
+    "list": Command(_list, "list the exercises", "List every exercise: its id, the name to define and its title.",
+                    f"{PROG} list"),
+    "explain": Command(_explain, "explain a device error: its cause, fix and lesson "
+                                 "(exit status 1: not one the course knows)",
+                       "Explain a device error: its cause, its fix and the lesson that teaches it (exit status 1: "
+                       "not one the course knows).",
+                       f'{PROG} explain "Expected all tensors to be on the same device"\n  {PROG} explain < '
+                       "traceback.txt", _explain_arguments),
+    "grade": Command(_grade, "grade submitted notebooks in isolated processes, into a CSV",
+                     "Grade each notebook's answer cells in a fresh, time- and memory-limited process with the "
+                     "course's own checks.",
+                     f"{PROG} grade submissions/ --out grades.csv --jobs 2", grade_cli.add_arguments),
+    "report": Command(_report, "what a class got wrong: misconceptions, scores and follow-ups, from grades CSVs "
+                               "or Gradescope results (HTML, CSV or JSON)",
+                      "What a class got wrong: the misconceptions to reteach, scores per lesson and exercise, and "
+                      "the students to follow up, from grades CSVs or Gradescope results.",
+                      f"{PROG} report grades.csv --out report.html", class_report.add_arguments),
+    "autograder": Command(_autograder, "write a Gradescope autograder zip for a lesson",
+                          "Write a Gradescope autograder bundle (a zip) that grades a lesson's notebook with the "
+                          "engine of the grade subcommand.",
+                          f"{PROG} autograder --lesson 03", autograder.add_arguments),
+    "links": Command(_links, "print each lesson's launch links: nbgitpuller for a JupyterHub, Colab, Binder; "
+                             "for a branch or a release tag (--ref)", links.DESCRIPTION,
+                     f"{PROG} links --hub https://hub.example.edu --ref v{__version__}", links.add_arguments),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser: every subcommand with its description and an example."""
+    top = argparse.ArgumentParser(prog=PROG, description="Helpers for the course 'Where does my tensor live?'.")
+    top.add_argument("--version", action="version", version=VERSION_TEXT,
+                     help="print the course's version (a release's tag is v followed by it) and exit")
+    sub = top.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        each = sub.add_parser(name, help=command.help, description=textwrap.fill(command.description, 100),
+                              epilog=f"example:\n  {command.example}",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        if command.arguments:
+            command.arguments(each)
+    return top
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils",
-                                     description="Helpers for the course 'Where does my tensor live?'.")
-    parser.add_argument("--version", action="version", version=VERSION_TEXT,
-                        help="print the course's version (a release's tag is v followed by it) and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("progress", help="show your progress across the lessons")
-    p_check = sub.add_parser("check", help="check an exercise answer written in a .py file")
-    p_check.add_argument("exercise_id")
-    p_check.add_argument("file", help="a Python file that defines the exercise's function or class")
-    p_hint = sub.add_parser("hint", help="show a hint")
-    p_hint.add_argument("exercise_id")
-    p_hint.add_argument("number", nargs="?", type=int, default=1)
-    p_sol = sub.add_parser("solution", help="show the reference solution (after an attempt)")
-    p_sol.add_argument("exercise_id")
-    sub.add_parser("list", help="list the exercises")
-    p_explain = sub.add_parser("explain", help="explain a device error: its cause, fix and lesson "
-                                               "(exit status 1: not one the course knows)")
-    p_explain.add_argument("message", nargs="?",
-                           help="the error message or traceback; read from standard input when omitted or '-'")
-    p_grade = sub.add_parser("grade", help="grade submitted notebooks in isolated processes, into a CSV",
-                             description="Grade each notebook's answer cells in a fresh, time- and "
-                                         "memory-limited process with the course's own checks.")
-    classroom.add_arguments(p_grade)
-    p_report = sub.add_parser("report", help="what a class got wrong: misconceptions, scores and follow-ups, "
-                                             "from grades CSVs or Gradescope results (HTML, CSV or JSON)")
-    class_report.add_arguments(p_report)
-    p_bundle = sub.add_parser("autograder", help="write a Gradescope autograder zip for a lesson")
-    autograder.add_arguments(p_bundle)
-    p_links = sub.add_parser("links", help="print each lesson's launch links: nbgitpuller for a JupyterHub, "
-                                           "Colab, Binder; for a branch or a release tag (--ref)",
-                             description=links.DESCRIPTION)
-    links.add_arguments(p_links)
-    args = parser.parse_args(argv)
-
-    from . import learner, store
-    from .exercises import exercise_ids, get_exercise
-
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``) and return its exit status."""
+    args = parser().parse_args(argv)
     try:
-        if args.command == "progress":
-            print(store.summary().text())
-        elif args.command == "list":
-            for ex_id in exercise_ids():
-                ex = get_exercise(ex_id)
-                print(f"{ex_id:22} {ex.name:18} {ex.title}")
-        elif args.command == "explain":
-            from .errors import explain_error
-            if args.message in (None, "-") and sys.stdin.isatty():  # say what it waits for
-                print("Paste the error message or traceback, then press Ctrl-D (on Windows: Ctrl-Z, then Enter).",
-                      file=sys.stderr)
-            text = sys.stdin.read() if args.message in (None, "-") else args.message
-            explanation = explain_error(text)
-            print(explanation.text())
-            return 0 if explanation.known else 1
-        elif args.command == "hint":
-            print(learner.hint(args.exercise_id, args.number))
-        elif args.command == "solution":
-            print(learner.solution(args.exercise_id))
-        elif args.command == "grade":
-            return classroom.run(args)
-        elif args.command == "report":
-            return class_report.run(args)
-        elif args.command == "links":
-            return links.run(args)
-        elif args.command == "autograder":
-            return autograder.run(args)
-        elif args.command == "check":
-            ex = get_exercise(args.exercise_id)
-            try:
-                namespace = runpy.run_path(args.file)
-            except BaseException as e:  # the learner's file itself is broken
-                print(f"Could not run {args.file}: {type(e).__name__}: {e}")
-                return 1
-            result = learner.run_check(args.exercise_id, namespace=namespace)
-            print(result.text())
-            return 0 if result.passed else 1
+        return COMMANDS[args.command].run(args)
     except CourseError as e:   # an unknown id, a bad option: said, exit status 2 (a bug still shows as one)
         print(e)
         return 2
-    return 0
 
 
 def _run() -> int:

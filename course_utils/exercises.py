@@ -1,8 +1,8 @@
 """The exercise registry and :func:`check`: one reference, one grader and hints per exercise.
 
 Each lesson module in :mod:`course_utils.lessons` defines its reference solutions and
-registers them with :func:`grader`; importing :mod:`course_utils` loads the lessons, so the
-registry never imports one. The reference is the single source of the solution: the grader
+registers them with :func:`grader`; the registry never imports one: every read of it loads the lessons first
+(:func:`course_utils.loading.load_lessons`). The reference is the single source of the solution: the grader
 compares against it, :func:`course_utils.solution` shows it, and the test-suite pastes it into
 the notebooks to prove that every check passes.
 """
@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 from . import device as _device, misconceptions, modes, standin
+from .loading import load_lessons
 from .exceptions import UnknownId
 from .errors import explain_error
 from .grading import Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, expect_callable, safe_repr
@@ -76,6 +77,7 @@ _REGISTRY: dict[str, Exercise] = {}
 
 def registry() -> Mapping[str, Exercise]:
     """Every registered exercise by id: a read-only view of the registry (it follows later registrations)."""
+    load_lessons()
     return MappingProxyType(_REGISTRY)
 
 
@@ -96,6 +98,7 @@ def grader(exercise_id: str, *, reference: Callable, title: str, hints: tuple[st
 
 def exercise_ids() -> list[str]:
     """All registered exercise ids, in course order."""
+    load_lessons()
     return sorted(_REGISTRY)
 
 
@@ -105,6 +108,7 @@ def get_exercise(exercise_id: str) -> Exercise:
     Raises:
         UnknownId: for an unknown id (a ``KeyError`` too); the message lists the known ones.
     """
+    load_lessons()
     try:
         return _REGISTRY[exercise_id]
     except (KeyError, TypeError):

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .loading import load_lessons
+
 #: ``NN.slug``, ``any.slug`` or ``grade.slug``: lower case, digits and dashes.
 CODE = re.compile(r"^(?:\d\d|any|grade)\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -79,6 +81,7 @@ def define(code: str, name: str, explanation: str, *, section: Optional[tuple[st
 
 def get(code: str) -> Misconception:
     """The misconception for ``code``; an unknown code (from an older CSV) gets a placeholder."""
+    load_lessons()
     return _REGISTRY.get(code) or Misconception(code, code, "A code this version of the course does not know.")
 
 
@@ -86,6 +89,7 @@ def registry() -> Mapping[str, Misconception]:
     """Every registered misconception, by code (read-only view)."""
     from types import MappingProxyType
 
+    load_lessons()
     return MappingProxyType(_REGISTRY)
 
 

@@ -1,7 +1,6 @@
-"""Reading course notebooks (plain JSON, no Jupyter needed): answer cells and reference solutions."""
+"""Reading course notebooks (plain JSON, no Jupyter needed): their cells and answer cells."""
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 
@@ -27,13 +26,3 @@ def exercise_cells(nb: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if isinstance(course, dict) and isinstance(course.get("exercise"), str) and cell.get("cell_type") == "code":
             cells[course["exercise"]] = cell
     return cells
-
-
-def with_solutions(nb: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``nb`` with every answer cell replaced by the exercise's reference solution."""
-    from .exercises import get_exercise
-
-    solved = copy.deepcopy(nb)
-    for ex_id, cell in exercise_cells(solved).items():
-        cell["source"] = get_exercise(ex_id).solution_source
-    return solved

@@ -1,7 +1,8 @@
 """Predict-then-reveal quizzes: the data and the plain-Python way to answer them.
 
 The lesson modules (:mod:`course_utils.lessons`) register their quizzes here with :func:`add_quiz`;
-importing the package loads them, so the registry never imports a lesson.
+the registry never imports a lesson: every read of it loads the lessons first
+(:func:`course_utils.loading.load_lessons`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from .exceptions import UnknownId
 from .grading import safe_repr
+from .loading import load_lessons
 from .text import card, code_html
 
 
@@ -95,12 +97,14 @@ def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], 
 
 def quiz_ids() -> list[str]:
     """All registered quiz ids."""
+    load_lessons()
     return sorted(_QUIZZES)
 
 
 def get_quiz(quiz_id: str) -> Quiz:
     """Look up a quiz; an unknown id raises :class:`~course_utils.exceptions.UnknownId` (a ``KeyError``) listing the
     known ones."""
+    load_lessons()
     try:
         return _QUIZZES[quiz_id]
     except (KeyError, TypeError):

@@ -1,10 +1,13 @@
 """Reading the course notebooks and building the variants the tests execute."""
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
-from course_utils.notebook import cell_source, exercise_cells, with_solutions  # noqa: F401
+from course_utils.exercises import get_exercise
+from course_utils.notebook import cell_source, exercise_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -17,6 +20,14 @@ def notebook_paths() -> list[Path]:
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def with_solutions(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``nb`` with every answer cell replaced by the exercise's reference solution."""
+    solved = copy.deepcopy(nb)
+    for ex_id, cell in exercise_cells(solved).items():
+        cell["source"] = get_exercise(ex_id).solution_source
+    return solved
 
 
 source = cell_source

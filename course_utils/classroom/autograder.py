@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from .. import modes
-from ..exercises import exercise_ids, get_exercise
 from ..misconceptions import NOT_GRADED
 from ..files import atomic_open, write_text_atomic
 from .grader import SubmissionGrade, grade_notebook
@@ -95,6 +94,7 @@ def _notebooks(folder: Path) -> list[Path]:
 
 def _zero(lesson: Optional[str], message: str) -> dict:
     """Results for a submission that cannot be graded: score 0, each exercise listed, the reason said."""
+    from ..exercises import get_exercise
     ids = lesson_exercises(lesson) if lesson and lesson != ALL else []
     tests = [{"name": f"{e}: {get_exercise(e).title}", "number": e, "score": 0, "max_score": get_exercise(e).points,
               "status": "failed", "output": message, "visibility": "visible", "tags": [NOT_GRADED]} for e in ids]
@@ -171,6 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Write the bundle. Returns 0, or 2 for an unknown lesson or an output that cannot be written."""
+    from ..exercises import exercise_ids, get_exercise
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     if args.lesson != ALL and not lesson_exercises(args.lesson):
         known = sorted({get_exercise(e).lesson for e in exercise_ids()})

@@ -26,7 +26,6 @@ from typing import Iterable, Optional, Sequence
 
 from .. import misconceptions
 from ..exceptions import CourseError
-from ..exercises import registry
 from ..files import atomic_open, same_file
 from . import gradebook, layouts, predictions as predicted
 from .grader import TOTAL, Row
@@ -292,6 +291,7 @@ def _lesson_of(exercise: str) -> str:
 
 
 def _exercise_stats(best: dict[tuple[str, str], Row]) -> list[ExerciseStats]:
+    from ..exercises import registry
     known = registry()
     stats: dict[str, ExerciseStats] = {}
     for (_, ex_id), row in best.items():

@@ -14,7 +14,6 @@ from typing import Iterator, Optional, TextIO
 
 from .. import modes
 from ..exceptions import CourseError
-from ..exercises import exercise_ids, get_exercise
 from ..files import is_within, same_file
 from . import layouts, predictions
 from .grader import SubmissionGrade, grade_all
@@ -103,6 +102,7 @@ class _UsageError(CourseError):
 
 def _check_options(args: argparse.Namespace) -> None:
     """Raise :class:`_UsageError` when grading cannot run here, or a numeric option or ``--lesson`` is wrong."""
+    from ..exercises import exercise_ids, get_exercise
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         raise _UsageError("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited "
                           "process).")

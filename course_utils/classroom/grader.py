@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
 from .. import misconceptions
-from ..exercises import get_exercise, part_marks
 from ..results import FAILED, PASSED
 from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
 from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
@@ -100,6 +99,7 @@ def _grade_of(submission: str, exercises: list[str], decided: dict[str, Decision
               events: Optional[list[str]] = None, note_code: str = "") -> SubmissionGrade:
     """The grade: a row per exercise (``decided``: exercise -> :class:`Decision`), none passed when
     ``note`` says why the whole submission was not graded (``note_code``: its code)."""
+    from ..exercises import get_exercise, part_marks
     rows, whole = [], note_code or misconceptions.NOT_GRADED
     for ex_id in exercises:
         ex = get_exercise(ex_id)
@@ -186,6 +186,7 @@ def _select_cells(g: _Grading) -> None:
     decided: its answer cell is missing."""
     # Answer cells of other lessons' exercises (or of no registered exercise) are not run: they are
     # not part of this assignment. They are reported, so that a wrong file is noticed.
+    from ..exercises import get_exercise
     ignored = sorted({c.exercise for c in g.cells if c.exercise not in g.exercises})
     answers = [c for c in g.cells if c.exercise in g.exercises]
     g.events += [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
@@ -310,6 +311,7 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
     Returns:
         Whether to run again, for the exercises still undecided.
     """
+    from ..exercises import get_exercise
     what, event = how_it_ended(run, g.limits)
     if run.end == End.DONE:
         why, event = "no result came back from its process", "results lost"
@@ -464,6 +466,7 @@ class _Batch:
 
     def grade_as_the_batchs_lesson(self, unknown: list[SubmissionGrade]) -> None:
         """Grade again, as the batch's one lesson, the submissions whose lesson could not be told."""
+        from ..exercises import get_exercise
         lessons = {",".join(sorted({get_exercise(r.exercise).lesson for r in g.rows})) for g in self.grades if g.rows}
         for grade in unknown:
             if len(lessons) == 1:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Optional, TextIO
 from urllib.parse import quote, urlparse
 
-from .. import lessons
 
 #: The checkout's pyproject.toml, whose ``[tool.course]`` table holds the repository address and branch.
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -52,6 +51,7 @@ def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
 
 def lesson_notebooks() -> list[tuple[str, str]]:
     """(lesson number, notebook file name) in course order, from the lesson modules (``l01_tensors``)."""
+    from .. import lessons
     names = sorted(m.name for m in pkgutil.iter_modules(lessons.__path__) if re.fullmatch(r"l\d\d_\w+", m.name))
     return [(name[1:3], f"{name[1:]}.ipynb") for name in names]
 
@@ -125,6 +125,7 @@ def lesson_links(kinds: list[str], repo: str, ref: str, notebook: str, hub: str 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Print each lesson's links. Returns 0, or 2 for a bad option."""
+    from .. import lessons
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     kinds = [kind for kind, wanted in (("hub", args.hub is not None), ("colab", getattr(args, "colab", False)),
                                        ("binder", getattr(args, "binder", False))) if wanted]

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple, Optional, Sequence
 
 from ..exceptions import CourseError
-from ..exercises import exercise_ids, get_exercise
 from ..notebook import cell_source, exercise_cells
 from ..store import PREDICTIONS_MIME
 from .messages import clean
@@ -249,6 +248,7 @@ def lesson_of(path: str, cells: Sequence[AnswerCell] = ()) -> Optional[str]:
 
 def _cells_lesson(cells: Sequence[AnswerCell]) -> Optional[str]:
     """The lesson most of ``cells`` (of registered exercises) belong to; ``None`` for none or a tie."""
+    from ..exercises import exercise_ids, get_exercise
     known = set(exercise_ids())
     counts: dict[str, int] = {}
     for cell in cells:
@@ -269,6 +269,7 @@ def lesson_number(text: str) -> str:
 
 def lesson_exercises(lesson: str) -> list[str]:
     """The registered exercise ids of ``lesson`` (``"01"``; ``"01,02"`` for several), in course order."""
+    from ..exercises import exercise_ids, get_exercise
     numbers = lesson.split(",")
     return [e for e in exercise_ids() if get_exercise(e).lesson in numbers]
 
@@ -391,6 +392,7 @@ def lesson_mentioned(path: str) -> Optional[str]:
     registered exercise ids in its answer-cell metadata (``"exercise": "01.nbytes"``) or check cells
     (``cu.exercise("01.nbytes")``), read as plain text (so it works on a damaged file too); ``None``
     when those name no lesson, or several."""
+    from ..exercises import exercise_ids, get_exercise
     try:
         with _open_file(path) as f:
             text = f.read(64 * 2**20).decode("latin-1")
@@ -522,6 +524,7 @@ def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str])
         :class:`AnswerCell` s with ``exercise`` :data:`OWN_CELL`, in notebook order, at most
         :data:`MAX_OWN_CELLS`.
     """
+    from ..exercises import get_exercise
     cells = nb.get("cells", [])
     taken = {a.index for a in answers}
     candidates: dict[int, tuple[str, set[str], set[str]]] = {}   # index -> (source, binds, reads)
@@ -572,6 +575,7 @@ def checked_after(nb: dict, answers: Sequence[AnswerCell], own: Sequence[AnswerC
     or in a cell of the learner's own, is checked after the last such cell above its check cell (else
     the first below). The worker checks an exercise right after its last cell, so an empty cell of
     that exercise moves the check (:func:`run_order` puts it after the cell whose index it shares)."""
+    from ..exercises import get_exercise
     cells = nb.get("cells", [])
     moved = []
     for ex_id in exercises:

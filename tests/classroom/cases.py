@@ -24,9 +24,9 @@ import pytest
 from course_utils.__main__ import main
 from course_utils.classroom import Limits, submissions
 from course_utils.exercises import exercise_ids, get_exercise
-from course_utils.notebook import cell_source, exercise_cells, with_solutions
+from course_utils.notebook import cell_source, exercise_cells
 from hostile_values import ClaimsToBe, EqualsAnything, LenientDispatchMode, LenientMode, always_equal
-from nbtools import NOTEBOOK_DIR, ROOT, load
+from nbtools import NOTEBOOK_DIR, ROOT, load, with_solutions
 
 #: For tests that need Linux (``/proc``, ``prctl``), as grading a batch you can trust does.
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="grading needs Linux (/proc, prctl)")

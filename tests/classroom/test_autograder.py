@@ -15,8 +15,7 @@ import torch
 
 from course_utils.__main__ import main
 from course_utils.exercises import exercise_ids, get_exercise
-from course_utils.notebook import with_solutions
-from nbtools import NOTEBOOK_DIR, load
+from nbtools import NOTEBOOK_DIR, load, with_solutions
 
 L01 = [e for e in exercise_ids() if get_exercise(e).lesson == "01"]
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}

@@ -13,9 +13,9 @@ import pytest
 from course_utils import store
 from course_utils.classroom import class_report, predictions
 from course_utils.classroom.submissions import read_notebook
-from course_utils.notebook import with_solutions
+
 from course_utils.quizzes import get_quiz
-from nbtools import NOTEBOOK_DIR
+from nbtools import NOTEBOOK_DIR, with_solutions
 
 MIME = store.PREDICTIONS_MIME
 
