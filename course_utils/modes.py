@@ -6,13 +6,16 @@ with ``autograder --assessed``). In it the course shows no solution and not the 
 check's feedback says what is wrong and where, but not the code to write: the sentences that hand over code are
 left out, in a notebook and in ``grade`` alike, so Check and ``grade`` still agree.
 
-What it does not do: the reference solutions stay in the package that checks the answers, so a student who reads
-the installed package's source can find them. Assessed mode keeps them out of what the course shows.
+The reference solutions live in the package that checks the answers. For students of an assessed class, build the
+package with ``python scripts/student_wheel.py``: its lesson modules are compiled, without their source (no solution
+and no last hint to print or find as text), and it always runs in assessed mode (:data:`BUILT_ASSESSED`), whatever
+``COURSE_MODE`` says. Grade with the full package.
 """
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 #: The environment variable that selects the mode: ``assessed``, or anything else (unset) for formative.
 MODE_ENV = "COURSE_MODE"
@@ -38,9 +41,14 @@ _EXAMPLE = re.compile(r"\s*\((?:e\.g\.|for example|such as)[^)]*`[^)]*\)", re.IG
 _SENTENCE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?])\s+(?=[A-Z(`])|\n+")
 
 
+#: The marker file of a package built for an assessed class (``scripts/student_wheel.py``): it is always assessed.
+BUILT_ASSESSED = Path(__file__).with_name("data") / "assessed-build.json"
+
+
 def assessed() -> bool:
-    """Whether the course runs in assessed mode (``COURSE_MODE=assessed``)."""
-    return os.environ.get(MODE_ENV, "").strip().lower() == ASSESSED
+    """Whether the course runs in assessed mode: ``COURSE_MODE=assessed``, or a package built for an assessed class
+    (:data:`BUILT_ASSESSED`)."""
+    return os.environ.get(MODE_ENV, "").strip().lower() == ASSESSED or BUILT_ASSESSED.exists()
 
 
 def withhold_fixes(feedback: str) -> str:

@@ -21,6 +21,7 @@ from .exercises import exercise_ids
 from .files import atomic_open
 from .lessons import LESSONS
 from .quizzes import quiz_ids
+from .results import PREDICTIONS_MIME
 from .text import code_html
 
 #: Environment variable naming the progress file (tests and shared machines set it).
@@ -92,12 +93,6 @@ def session_statuses() -> dict[str, str]:
 def session_codes() -> dict[str, str]:
     """Exercise id -> the misconception code of its last check in this Python process (``""`` when passed)."""
     return {ex_id: code for ex_id, (_, code) in _SESSION.items()}
-
-
-#: The MIME type of the record of quiz predictions that :class:`Summary` adds to its output: a notebook handed in
-#: with ``cu.progress()``'s output carries the learner's predictions, which ``python -m course_utils grade
-#: --predictions`` reads (:mod:`course_utils.classroom.predictions`).
-PREDICTIONS_MIME = "application/vnd.course-utils.predictions+json"
 
 
 #: A mark per state, and its word (the picture's legend; a screen reader reads the word).

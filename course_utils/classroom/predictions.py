@@ -1,7 +1,7 @@
 """Quiz predictions handed in with the notebooks: read, written as a CSV, and counted per quiz.
 
 A lesson's ``cu.progress()`` cell saves, with its output, a record of the learner's quiz predictions
-(:data:`course_utils.store.PREDICTIONS_MIME`: each answered quiz's first prediction, as a letter, and how many were
+(:data:`course_utils.results.PREDICTIONS_MIME`: each answered quiz's first prediction, as a letter, and how many were
 committed). ``python -m course_utils grade --predictions predictions.csv`` reads the last such record in each
 submission, keeps the quizzes of the submission's own lesson and writes them as a CSV (:data:`HEADER`);
 ``python -m course_utils report grades.csv predictions.csv`` counts them per quiz (:func:`quiz_stats`).
@@ -18,11 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO
 
 from ..files import atomic_open
-from ..quizzes import get_quiz, quiz_ids
-from ..store import PREDICTIONS_MIME
+from ..results import PREDICTIONS_MIME
 from .layouts import Student
 from .reports import csv_field, csv_unescape
 from .submissions import InvalidSubmission, read_notebook
+
+def _quizzes():
+    """The quiz registry (imported when first needed: ``grade --help`` does not import PyTorch)."""
+    from .. import quizzes
+    return quizzes
+
 
 #: The predictions CSV's columns: one row per submission and quiz.
 HEADER = ("submission", "quiz", "first", "first_correct", "attempts")
@@ -42,7 +47,7 @@ class Prediction:
     @property
     def first_correct(self) -> bool:
         """Whether the first prediction was the quiz's answer."""
-        return self.first == string.ascii_lowercase[get_quiz(self.quiz).answer]
+        return self.first == string.ascii_lowercase[_quizzes().get_quiz(self.quiz).answer]
 
     def values(self) -> tuple[str, ...]:
         """The row as CSV fields, in :data:`HEADER` order."""
@@ -59,11 +64,11 @@ def recorded(nb: dict, submission: str, lesson: str) -> list[Prediction]:
     if not isinstance(quizzes, dict):
         return []
     found = []
-    for quiz_id in quiz_ids():
+    for quiz_id in _quizzes().quiz_ids():
         entry = quizzes.get(quiz_id)
         if not quiz_id.startswith(f"{lesson}.") or not isinstance(entry, dict):
             continue
-        letters = string.ascii_lowercase[:len(get_quiz(quiz_id).options)]
+        letters = string.ascii_lowercase[:len(_quizzes().get_quiz(quiz_id).options)]
         first, attempts = entry.get("first"), entry.get("attempts", 1)
         if isinstance(first, str) and len(first) == 1 and first in letters:
             tries = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 1
@@ -115,12 +120,12 @@ def is_predictions_csv(header: Sequence[str]) -> bool:
 def read_csv(rows: Iterable[list[str]]) -> list[Prediction]:
     """The predictions in a predictions CSV's ``rows`` (after its header); rows that are not a registered quiz,
     a letter among its options and a whole number of attempts are left out."""
-    known = set(quiz_ids())
+    known = set(_quizzes().quiz_ids())
     found = []
     for fields in rows:
         if len(fields) < len(HEADER) or fields[1] not in known:
             continue
-        quiz = get_quiz(fields[1])
+        quiz = _quizzes().get_quiz(fields[1])
         first, attempts = fields[2], fields[4]
         if len(first) == 1 and first in string.ascii_lowercase[:len(quiz.options)] and attempts.isdigit():
             found.append(Prediction(csv_unescape(fields[0]), quiz.id, first,
@@ -169,11 +174,11 @@ def quiz_stats(predictions: Iterable[Prediction], whose: Mapping[str, Student],
         if student is not None and student.key in of.get(p.quiz[:2], ()):
             first.setdefault((p.quiz, student.key), p)
     stats = []
-    for quiz_id in quiz_ids():
+    for quiz_id in _quizzes().quiz_ids():
         lesson = quiz_id[:2]
         if lesson not in of:
             continue
-        quiz = get_quiz(quiz_id)
+        quiz = _quizzes().get_quiz(quiz_id)
         mine = [p for (q, _), p in first.items() if q == quiz_id]
         wrong: dict[str, int] = {}
         for p in mine:

@@ -17,7 +17,7 @@ from typing import BinaryIO, NamedTuple, Optional, Sequence
 
 from ..exceptions import CourseError
 from ..notebook import cell_source, exercise_cells
-from ..store import PREDICTIONS_MIME
+from ..results import PREDICTIONS_MIME
 from .messages import clean
 
 

@@ -11,13 +11,13 @@ import nbformat
 import pytest
 
 from course_utils import store
+from course_utils.results import PREDICTIONS_MIME
 from course_utils.classroom import class_report, predictions
 from course_utils.classroom.submissions import read_notebook
-
 from course_utils.quizzes import get_quiz
 from nbtools import NOTEBOOK_DIR, with_solutions
 
-MIME = store.PREDICTIONS_MIME
+MIME = PREDICTIONS_MIME
 
 
 def _with_record(nb: dict, record: object) -> dict:
