@@ -6,11 +6,13 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import io
 import json
 import os
 import re
 import stat
 import threading
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Optional, Sequence
@@ -287,12 +289,35 @@ def strip_magics(source: str) -> str:
     try:
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:  # pragma: no cover - IPython is installed with Jupyter
-        return "\n".join(line[: len(line) - len(line.lstrip())] + "pass  # " + line.lstrip()
-                         if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+        return _magics_as_pass(source)
     try:
         return TransformerManager().transform_cell(source)
     except Exception:  # IPython gives up on it: Python's compiler reports what is wrong
         return source
+
+
+def _magics_as_pass(source: str) -> str:
+    """Without IPython: each line that starts a statement with ``%`` or ``!`` becomes ``pass``; a line inside
+    brackets or a string (``!= 2)`` continuing an expression) is left as it is."""
+    starts = _statement_lines(source)
+    return "\n".join(line[: len(line) - len(line.lstrip())] + "pass  # " + line.lstrip()
+                     if line.lstrip().startswith(("%", "!")) and (starts is None or number in starts) else line
+                     for number, line in enumerate(source.splitlines(), start=1))
+
+
+def _statement_lines(source: str) -> Optional[set[int]]:
+    """The numbers of the lines on which a statement starts, or ``None`` when Python cannot tokenize ``source``."""
+    starts, at_start = set(), True
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.DEDENT, tokenize.INDENT):
+                at_start = True
+            elif token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER) and at_start:
+                starts.add(token.start[0])
+                at_start = False
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return starts
 
 
 #: Modules with functions that hand out frames of the call stack, whose local variables include

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -238,3 +239,10 @@ def test_a_file_that_is_not_a_notebook_says_what_was_handed_in_and_counts_as_not
     assert says in graded.note and graded.note.startswith("Not graded: ") and graded.points == 0
     assert {r.code for r in graded.rows if r.exercise != "TOTAL"} == {f"grade.{code}"}
     assert all((r.code in NOT_TRIED) == (code == "not-a-notebook") for r in graded.rows if r.exercise != "TOTAL")
+
+
+def test_without_ipython_only_statements_that_start_with_a_magic_become_pass(monkeypatch):
+    monkeypatch.setitem(sys.modules, "IPython.core.inputtransformer2", None)   # the import fails
+    source = "x = (1\n!= 2)\n!ls\ny = [\n  % 3]\ns = '''\n!not a command\n'''\nif x:\n    %time f(x)\n"
+    assert submissions.strip_magics(source) == (
+        "x = (1\n!= 2)\npass  # !ls\ny = [\n  % 3]\ns = '''\n!not a command\n'''\nif x:\n    pass  # %time f(x)")
