@@ -41,7 +41,7 @@ _EXPORTS = {"setup": ("runtime", "setup"), "second_device": ("runtime", "second_
             "explain_devices": ("mismatch", "explain_devices"), "explain_error": ("errors", "explain_error"),
             "show_devices": ("devicemap", "show_devices"), "show_figure": ("figures", "show")}
 #: The package's modules (``cu.figures``, ``cu.standin``, ``cu.lessons``...), imported on first use too.
-_SUBMODULES = frozenset(info.name for info in pkgutil.iter_modules(__path__) if info.name != "__main__")
+_SUBMODULES = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__) if info.name != "__main__"))
 
 __all__ = ["setup", "second_device", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise",
            "exercise_ids", "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | _SUBMODULES)
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
 def _load_lessons() -> None:
