@@ -330,7 +330,7 @@ def test_every_exercise_is_worth_at_least_a_point_and_a_pass_earns_all():
 # --- hints that fit the mistake (issue 33): one mechanism, a lesson's HINT_FOR beside its checks ------------
 
 from course_utils import learner, misconceptions  # noqa: E402
-from course_utils.lessons import l01_tensors, l07_transfer_cost  # noqa: E402
+from course_utils.lessons import l01_tensors, l07_capstone  # noqa: E402
 
 
 def _hint_tables():
@@ -341,7 +341,7 @@ def _hint_tables():
 
 def test_every_fitting_hint_belongs_to_an_exercise_of_its_lesson_and_a_known_code():
     tables = _hint_tables()
-    assert {"course_utils.lessons.l01_tensors", "course_utils.lessons.l07_transfer_cost"} <= set(tables)
+    assert {"course_utils.lessons.l01_tensors", "course_utils.lessons.l07_capstone"} <= set(tables)
     for module, table in tables.items():
         for ex_id, by_code in table.items():
             ex = get_exercise(ex_id)
@@ -373,7 +373,7 @@ def test_the_hint_button_shows_the_hint_that_fits(monkeypatch, progress_file):
 
 
 def test_capstone_hint_for_a_stub_and_after_it(progress_file):
-    table = l07_transfer_cost.HINT_FOR["07.capstone"]
+    table = l07_capstone.HINT_FOR["07.capstone"]
     assert learner.hints("07.capstone", misconceptions.NOT_ATTEMPTED)[0] == table[misconceptions.NOT_ATTEMPTED]
     for code in ("07.batch-not-moved", "", "any.raised"):
         first = learner.hints("07.capstone", code)[0]

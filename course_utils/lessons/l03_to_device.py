@@ -324,43 +324,15 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
     """Compare the learner's result with the input, raising on structure errors and collecting
     (path, depth, parent container type, input tensor, returned tensor) for every tensor."""
     if isinstance(orig, torch.Tensor):
-        if not is_tensor(got):
-            raise Wrong(f"`{path}` was a tensor, but you returned {safe_repr(got)} ({_kind(got)}) in its place.",
-                        misconceptions.NOT_A_TENSOR)
-        got = expect_tensor(got, f"What you returned for `{path}`")
-        if got.dtype != orig.dtype:
-            raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Move tensors without "
-                        "changing their dtype: `t.to(device)` alone.", CHANGED_DTYPE)
-        if got.shape != orig.shape:
-            raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Keep the shape.",
-                        misconceptions.WRONG_SHAPE)
-        tensors.append((path, depth, parent, orig, got))
+        tensors.append((path, depth, parent, orig, _same_kind_of_tensor(orig, got, path)))
         return
     if isinstance(orig, (dict, list, tuple)):
         want = type(orig)
         if got is orig and _tensors(orig):
             untouched.append((path, want))
-        if type(got) is not want:
-            if want is tuple and isinstance(got, list):
-                raise Wrong(f"`{path}` was a tuple and came back as a list. A tuple must stay a tuple: "
-                            "build it with `tuple(...)`. Code that compares it with a tuple, uses it as a "
-                            "dict key or checks `isinstance(..., tuple)` depends on the type.", TUPLE_TO_LIST)
-            raise Wrong(f"`{path}` was {_kind(orig)} and came back as {_kind(got)}: {_show(got, 1)}. "
-                        f"Return the same kind of container: {_kind(orig)}.", CONTAINER_TYPE)
+        _check_container_kind(orig, got, path)
         if want is dict:
-            keys = {type(k) for k in orig}
-            odd = [k for k in got if type(k) not in keys]  # a key of its own class could claim to equal any
-            if odd:
-                raise Wrong(f"`{path}` has the key {safe_repr(odd[0])} of type `{type(odd[0]).__name__}`. Keep the "
-                            "keys of the input, as they are.", CHANGED_KEYS)
-            missing = [k for k in orig if k not in got]
-            extra = [k for k in got if k not in orig]
-            if missing:
-                raise Wrong(f"`{path}` lost the key(s) {', '.join(map(repr, missing))}. Keep every entry: "
-                            "entries that are not tensors come back unchanged.", DROPPED_NON_TENSORS)
-            if extra:
-                raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.",
-                            CHANGED_KEYS)
+            _check_same_keys(orig, got, path)
             for key, value in orig.items():
                 _walk(value, got[key], f"{path}[{key!r}]", depth + 1, target, tensors, untouched, dict)
             return
@@ -370,6 +342,56 @@ def _walk(orig: Any, got: Any, path: str, depth: int, target: torch.device,
         for i, (value, mine) in enumerate(zip(orig, got)):
             _walk(value, mine, f"{path}[{i}]", depth + 1, target, tensors, untouched, want)
         return
+    _check_same_object(orig, got, path)
+
+
+def _same_kind_of_tensor(orig: torch.Tensor, got: Any, path: str) -> torch.Tensor:
+    """What the learner returned for the tensor ``orig``: a tensor of its dtype and shape (where it lies is
+    checked later, with every tensor of the result)."""
+    if not is_tensor(got):
+        raise Wrong(f"`{path}` was a tensor, but you returned {safe_repr(got)} ({_kind(got)}) in its place.",
+                    misconceptions.NOT_A_TENSOR)
+    got = expect_tensor(got, f"What you returned for `{path}`")
+    if got.dtype != orig.dtype:
+        raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Move tensors without "
+                    "changing their dtype: `t.to(device)` alone.", CHANGED_DTYPE)
+    if got.shape != orig.shape:
+        raise Wrong(f"`{path}` was {describe(orig)}; you returned {describe(got)}. Keep the shape.",
+                    misconceptions.WRONG_SHAPE)
+    return got
+
+
+def _check_container_kind(orig: dict | list | tuple, got: Any, path: str) -> None:
+    """The container ``orig`` came back as a container of its very type (a tuple stays a tuple)."""
+    want = type(orig)
+    if type(got) is not want:
+        if want is tuple and isinstance(got, list):
+            raise Wrong(f"`{path}` was a tuple and came back as a list. A tuple must stay a tuple: "
+                        "build it with `tuple(...)`. Code that compares it with a tuple, uses it as a "
+                        "dict key or checks `isinstance(..., tuple)` depends on the type.", TUPLE_TO_LIST)
+        raise Wrong(f"`{path}` was {_kind(orig)} and came back as {_kind(got)}: {_show(got, 1)}. "
+                    f"Return the same kind of container: {_kind(orig)}.", CONTAINER_TYPE)
+
+
+def _check_same_keys(orig: dict, got: dict, path: str) -> None:
+    """The dict ``got`` has the keys of ``orig``: none of another type, none lost, none added."""
+    keys = {type(k) for k in orig}
+    odd = [k for k in got if type(k) not in keys]  # a key of its own class could claim to equal any
+    if odd:
+        raise Wrong(f"`{path}` has the key {safe_repr(odd[0])} of type `{type(odd[0]).__name__}`. Keep the "
+                    "keys of the input, as they are.", CHANGED_KEYS)
+    missing = [k for k in orig if k not in got]
+    extra = [k for k in got if k not in orig]
+    if missing:
+        raise Wrong(f"`{path}` lost the key(s) {', '.join(map(repr, missing))}. Keep every entry: "
+                    "entries that are not tensors come back unchanged.", DROPPED_NON_TENSORS)
+    if extra:
+        raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.",
+                    CHANGED_KEYS)
+
+
+def _check_same_object(orig: Any, got: Any, path: str) -> None:
+    """Anything that is not a tensor or a container comes back as the same object."""
     if got is not orig:
         if isinstance(got, torch.Tensor):
             raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and you turned it into a tensor. "

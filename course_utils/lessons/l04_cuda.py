@@ -197,89 +197,112 @@ def to_accelerator(t):
 ))
 def _grade_to_accelerator(fn: Callable) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
+    _check_other_accelerator(fn, cases)
+    # 2. No accelerator, on a CPU-only build and on a CUDA build without a GPU (where
+    #    `current_accelerator()` still says `cuda`): the very same object comes back.
+    for machine in (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD):
+        _check_without_accelerator(fn, cases[:6] + cases[-2:], machine)
+    checked_real = _check_real_accelerator(fn, cases)
+    return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
+            f"object when there was none{checked_real}.")
 
-    # 1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass.
+
+def _check_other_accelerator(fn: Callable, cases: list[torch.Tensor]) -> None:
+    """1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass."""
     with OTHER_ACCELERATOR.simulate(fn) as fake, _DeviceQueries(answer=fn) as asked:
         for t in cases:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
             asked.clear()
-            try:
-                got = call(fn, t, context=f"{a_tensor(t)} (simulated accelerator: {fake})")
-            except Crashed as e:
-                if _asks_for_cuda(e.error):
-                    raise Wrong(
-                        "The check simulates a machine whose accelerator is not CUDA (as on a Mac with "
-                        f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
-                        f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
-                        "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
-                        "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn),
-                        HARD_CODED_CUDA) from None
-                raise
+            got = _call_on_other_accelerator(fn, t, fake)
             got = expect_tensor(got, f"For {a_tensor(t)}, your result")
-            outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
-            if outside is not None and not _names_cuda(fn):
-                raise Wrong(
-                    f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
-                    f"`{fake}`), but your function moved the tensor to `{got.device}`, and it asked nothing about "
-                    f"devices while it ran: it reads `{outside[0]}` (`{outside[1]}`), a device chosen once, outside "
-                    "the function, when its cell ran. Such a function cannot follow the machine it runs on, or a "
-                    "change of current device. Ask inside the function, each time it runs: "
-                    "`torch.accelerator.is_available()`, then `current_accelerator()`.", CHOSEN_ONCE)
-            if got.device.type == "cpu":
-                raise Wrong(
-                    f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
-                    f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
-                    "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
-                    "`.cuda()` and falling back, misses every accelerator that is not CUDA: ask "
-                    "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.",
-                    ONLY_CUDA_COUNTED)
-            if got.device.type != fake.type:
-                raise Wrong(
-                    f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
-                    f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
-                    "move to `torch.accelerator.current_accelerator()`."
-                    + _index_zero_note(fn), HARD_CODED_CUDA)
+            _check_moved_to_other_accelerator(fn, got, fake, asked)
             _same_meta(t, got)
 
-    # 2. No accelerator, on a CPU-only build and on a CUDA build without a GPU (where
-    #    `current_accelerator()` still says `cuda`): the very same object comes back.
-    for machine in (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD):
-        _check_without_accelerator(fn, cases[:6] + cases[-2:], machine)
 
-    # 3. A real accelerator, if there is one: the *current* device, with the values intact.
+def _call_on_other_accelerator(fn: Callable, t: torch.Tensor, fake: torch.device) -> object:
+    """``fn(t)`` on the simulated non-CUDA accelerator ``fake``; an answer that asks for CUDA there is told so."""
+    try:
+        return call(fn, t, context=f"{a_tensor(t)} (simulated accelerator: {fake})")
+    except Crashed as e:
+        if _asks_for_cuda(e.error):
+            raise Wrong(
+                "The check simulates a machine whose accelerator is not CUDA (as on a Mac with "
+                f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
+                f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
+                "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
+                "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn),
+                HARD_CODED_CUDA) from None
+        raise
+
+
+def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: torch.device,
+                                      asked: _DeviceQueries) -> None:
+    """The result lies on the simulated accelerator ``fake``: not on a device chosen once outside the function, not
+    on the CPU, not on CUDA."""
+    outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
+    if outside is not None and not _names_cuda(fn):
+        raise Wrong(
+            f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
+            f"`{fake}`), but your function moved the tensor to `{got.device}`, and it asked nothing about "
+            f"devices while it ran: it reads `{outside[0]}` (`{outside[1]}`), a device chosen once, outside "
+            "the function, when its cell ran. Such a function cannot follow the machine it runs on, or a "
+            "change of current device. Ask inside the function, each time it runs: "
+            "`torch.accelerator.is_available()`, then `current_accelerator()`.", CHOSEN_ONCE)
+    if got.device.type == "cpu":
+        raise Wrong(
+            f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
+            f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
+            "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
+            "`.cuda()` and falling back, misses every accelerator that is not CUDA: ask "
+            "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.",
+            ONLY_CUDA_COUNTED)
+    if got.device.type != fake.type:
+        raise Wrong(
+            f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
+            f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
+            "move to `torch.accelerator.current_accelerator()`."
+            + _index_zero_note(fn), HARD_CODED_CUDA)
+
+
+def _check_real_accelerator(fn: Callable, cases: list[torch.Tensor]) -> str:
+    """3. A real accelerator, if there is one: the *current* device, with the values intact; what was checked there
+    ("" without one), for the verdict."""
     acc = _device.accelerator()
-    checked_real = ""
-    if acc is not None:
-        count = torch.accelerator.device_count()
-        indices = [torch.accelerator.current_device_index()]
-        switch = getattr(torch.accelerator, "device_index", None)   # a context manager (PyTorch >= 2.8)
-        if count >= 2 and switch is not None:
-            indices.append(count - 1 if indices[0] != count - 1 else 0)
-        for index in indices:
-            with (switch(index) if switch is not None else contextlib.nullcontext()):
-                for t in cases:
-                    try:
-                        want = to_accelerator(t)
-                    except Exception:  # a dtype this accelerator does not support (float64 on MPS)
-                        continue
-                    got = expect_tensor(call(fn, t, context=f"{a_tensor(t)} (current device: {want.device})"),
-                                        f"For {a_tensor(t)}, your result")
-                    if got.device != want.device:
-                        if got.device.type == want.device.type:
-                            raise Wrong(
-                                f"The current device was `{want.device}`, but your function moved the tensor to "
-                                f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
-                                "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
-                        raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
-                                    f"tensor on `{got.device}`.", misconceptions.WRONG_DEVICE)
-                    _same_meta(t, got)
-                    if got.device.type != "meta" and not same_values(got.cpu(), t):
-                        raise Wrong(f"For {a_tensor(t)} your result holds different values: moving must "
-                                    "not change them.", misconceptions.WRONG_VALUE)
-        checked_real = f", on the real `{acc.type}` ({len(indices)} current device(s))"
-    return (f"Right: moved {len(cases)} tensors to a simulated non-CUDA accelerator, returned the same "
-            f"object when there was none{checked_real}.")
+    if acc is None:
+        return ""
+    count = torch.accelerator.device_count()
+    indices = [torch.accelerator.current_device_index()]
+    switch = getattr(torch.accelerator, "device_index", None)   # a context manager (PyTorch >= 2.8)
+    if count >= 2 and switch is not None:
+        indices.append(count - 1 if indices[0] != count - 1 else 0)
+    for index in indices:
+        with (switch(index) if switch is not None else contextlib.nullcontext()):
+            for t in cases:
+                try:
+                    want = to_accelerator(t)
+                except Exception:  # a dtype this accelerator does not support (float64 on MPS)
+                    continue
+                _check_on_current_device(fn, t, want)
+    return f", on the real `{acc.type}` ({len(indices)} current device(s))"
+
+
+def _check_on_current_device(fn: Callable, t: torch.Tensor, want: torch.Tensor) -> None:
+    """``fn(t)`` lies on the current device, as ``want`` (the reference's result) does, with ``t``'s values."""
+    got = expect_tensor(call(fn, t, context=f"{a_tensor(t)} (current device: {want.device})"),
+                        f"For {a_tensor(t)}, your result")
+    if got.device != want.device:
+        if got.device.type == want.device.type:
+            raise Wrong(
+                f"The current device was `{want.device}`, but your function moved the tensor to "
+                f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
+                "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
+        raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
+                    f"tensor on `{got.device}`.", misconceptions.WRONG_DEVICE)
+    _same_meta(t, got)
+    if got.device.type != "meta" and not same_values(got.cpu(), t):
+        raise Wrong(f"For {a_tensor(t)} your result holds different values: moving must "
+                    "not change them.", misconceptions.WRONG_VALUE)
 
 
 #: The questions code asks to choose a device: torch.accelerator's, and each backend's own.

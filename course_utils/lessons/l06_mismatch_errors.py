@@ -313,35 +313,56 @@ def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, par
 def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any,
               tag: str) -> tuple[str, str]:
     """What is wrong with ``got``, and the misconception's code (the first reason's, where there are several)."""
-    if got is None:
-        return "Your function returned None: did you forget the `return`?", misconceptions.WRONG_TYPE
-    if isinstance(got, (set, frozenset)):
-        return "Return a list, sorted: a set has no order. `sorted(...)` makes a list.", misconceptions.WRONG_TYPE
-    if isinstance(got, (tuple, dict)) or inspect.isgenerator(got):
-        return "Return a list of names, sorted: `sorted(...)` makes one from any iterable.", misconceptions.WRONG_TYPE
-    if not isinstance(got, list):
-        return f"Return a list of names, not a {type(got).__name__}.", misconceptions.WRONG_TYPE
-    if type(got) is not list:
-        return (f"Return a plain `list` (`sorted(...)` makes one), not a `{type(got).__name__}`: the check "
-                "compares plain lists of plain strings.", misconceptions.WRONG_TYPE)
-    if any(type(g) is not str for g in got):
-        odd = next(g for g in got if type(g) is not str)
-        if isinstance(odd, torch.Tensor):
-            return "Return the names (strings), not the tensors themselves.", misconceptions.WRONG_TYPE
-        if isinstance(odd, tuple):
-            return "Return just the names, not (name, tensor) pairs.", misconceptions.WRONG_TYPE
-        if isinstance(odd, str):
-            return (f"Every item should be a plain string; one is a `{type(odd).__name__}`. Return the names "
-                    "as `named_parameters()`, `named_buffers()` and the `inputs` keys give them.",
-                    misconceptions.WRONG_TYPE)
-        return (f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__}).",
-                misconceptions.WRONG_TYPE)
+    kind = _kind_mistake(got)
+    if kind:
+        return kind, misconceptions.WRONG_TYPE
     if len(set(got)) != len(got):
         return "Some names appear twice: list each tensor once.", misconceptions.WRONG_VALUE
     params = {n for n, _ in model.named_parameters()}
     buffers = {n for n, _ in model.named_buffers()}
-    everything = params | buffers | set(inputs)
-    got_set, want = set(got), set(expected)
+    whole = _whole_answer_mistake(set(got), set(expected), params | buffers | set(inputs), device)
+    if whole:
+        return whole
+    missing, extra = set(expected) - set(got), set(got) - set(expected)
+    reasons = _missing_reasons(missing, model, inputs, params, buffers, device, tag)
+    if extra:
+        reasons.append((f"You reported {', '.join(sorted(extra))}, which {'is' if len(extra) == 1 else 'are'} "
+                        f"already on {torch.device(device)}.", misconceptions.WRONG_VALUE))
+    if not reasons:
+        return "Compare each tensor's device with `torch.device(device)`.", misconceptions.WRONG_VALUE
+    return " ".join(reason for reason, _ in reasons), reasons[0][1]
+
+
+def _kind_mistake(got: Any) -> str:
+    """What is wrong with the kind of ``got`` or of its items (not a plain list of plain strings), or ""."""
+    if got is None:
+        return "Your function returned None: did you forget the `return`?"
+    if isinstance(got, (set, frozenset)):
+        return "Return a list, sorted: a set has no order. `sorted(...)` makes a list."
+    if isinstance(got, (tuple, dict)) or inspect.isgenerator(got):
+        return "Return a list of names, sorted: `sorted(...)` makes one from any iterable."
+    if not isinstance(got, list):
+        return f"Return a list of names, not a {type(got).__name__}."
+    if type(got) is not list:
+        return (f"Return a plain `list` (`sorted(...)` makes one), not a `{type(got).__name__}`: the check "
+                "compares plain lists of plain strings.")
+    if any(type(g) is not str for g in got):
+        odd = next(g for g in got if type(g) is not str)
+        if isinstance(odd, torch.Tensor):
+            return "Return the names (strings), not the tensors themselves."
+        if isinstance(odd, tuple):
+            return "Return just the names, not (name, tensor) pairs."
+        if isinstance(odd, str):
+            return (f"Every item should be a plain string; one is a `{type(odd).__name__}`. Return the names "
+                    "as `named_parameters()`, `named_buffers()` and the `inputs` keys give them.")
+        return f"Every item should be a name (a string); one is {safe_repr(odd)} ({type(odd).__name__})."
+    return ""
+
+
+def _whole_answer_mistake(got_set: set[str], want: set[str], everything: set[str],
+                          device: Any) -> tuple[str, str] | None:
+    """A mistake that the whole set of names shows (the wrong order, unknown names, the tensors on the device,
+    every tensor), and its code; None when the answer is a near miss to be told name by name."""
     if got_set == want:
         return "The right names, in the wrong order: return them sorted (`sorted(names)`).", misconceptions.WRONG_VALUE
     unknown = got_set - everything
@@ -360,49 +381,43 @@ def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, dev
         return ("You reported every tensor, even those already on the device. Here `device` is a "
                 "torch.device: comparing it with a string such as `str(t.device)` is always unequal. "
                 "Convert both sides to `torch.device` (`torch.device(device)`) and compare those.", DEVICE_VS_STRING)
-    missing, extra = want - got_set, got_set - want
-    reasons, codes = [], []
+    return None
+
+
+def _missing_reasons(missing: set[str], model: nn.Module, inputs: dict, params: set[str], buffers: set[str],
+                     device: Any, tag: str) -> list[tuple[str, str]]:
+    """Why each kind of name is ``missing`` (0-dim CPU tensors, a device index ignored, buffers, inputs,
+    parameters), each with its code, in the order the feedback gives them."""
+    reasons = []
     skipped = _zero_dim_cpu_skipped(missing, model, inputs, params, buffers)
     if skipped:
         names = ", ".join(f"`{n}`" for n in sorted(skipped))
         one = len(skipped) == 1
-        reasons.append(f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section 7's "
-                       "pass lets a 0-dim CPU tensor join an operation of two tensors on any device, but "
-                       f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
-                       "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
-                       "refuse such a tensor, and `model.to(device)` would move it). "
-                       f"List {'it' if one else 'them'} too: leave out the 0-dim exception.")
-        codes.append(ZERO_DIM_EXEMPTED)
+        reasons.append((f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section "
+                        "7's pass lets a 0-dim CPU tensor join an operation of two tensors on any device, but "
+                        f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
+                        "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
+                        "refuse such a tensor, and `model.to(device)` would move it). "
+                        f"List {'it' if one else 'them'} too: leave out the 0-dim exception.", ZERO_DIM_EXEMPTED))
         missing = missing - skipped
     if tag == "index" and "on_gpu1" in missing:
-        reasons.append("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
-                       "`.type` ignores the device index. Compare whole devices: "
-                       "`t.device != torch.device(device)`.")
-        codes.append(IGNORED_INDEX)
+        reasons.append(("An input on cuda:1 is not on cuda:0, but your function let it pass: comparing only "
+                        "`.type` ignores the device index. Compare whole devices: "
+                        "`t.device != torch.device(device)`.", IGNORED_INDEX))
     non_persistent = {n for n in buffers if n.rsplit(".", 1)[-1] == "mask"}
     if missing & buffers and missing & buffers <= non_persistent and tag == "nonpersistent":
-        reasons.append("You missed the buffer `mask`, registered with persistent=False. `state_dict()` leaves "
-                       "such buffers out; `model.named_buffers()` lists them all.")
-        codes.append(USED_STATE_DICT)
+        reasons.append(("You missed the buffer `mask`, registered with persistent=False. `state_dict()` leaves "
+                        "such buffers out; `model.named_buffers()` lists them all.", USED_STATE_DICT))
     elif missing & buffers:
-        reasons.append(f"You missed buffers ({', '.join(sorted(missing & buffers))}): buffers move with the "
-                       "model and take part in forward too. Add `model.named_buffers()`.")
-        codes.append(FORGOT_BUFFERS)
+        reasons.append((f"You missed buffers ({', '.join(sorted(missing & buffers))}): buffers move with the "
+                        "model and take part in forward too. Add `model.named_buffers()`.", FORGOT_BUFFERS))
     if missing & set(inputs) and not (tag == "index" and missing & set(inputs) == {"on_gpu1"}):
-        reasons.append(f"You missed inputs ({', '.join(sorted(missing & set(inputs)))}): check the `inputs` "
-                       "dict as well, by its keys.")
-        codes.append(FORGOT_INPUTS)
+        reasons.append((f"You missed inputs ({', '.join(sorted(missing & set(inputs)))}): check the `inputs` "
+                        "dict as well, by its keys.", FORGOT_INPUTS))
     if missing & params:
-        reasons.append(f"You missed parameters ({', '.join(sorted(missing & params))}): use "
-                       "`model.named_parameters()`, which includes every submodule's.")
-        codes.append(FORGOT_PARAMETERS)
-    if extra:
-        reasons.append(f"You reported {', '.join(sorted(extra))}, which {'is' if len(extra) == 1 else 'are'} "
-                       f"already on {torch.device(device)}.")
-        codes.append(misconceptions.WRONG_VALUE)
-    if not reasons:
-        return "Compare each tensor's device with `torch.device(device)`.", misconceptions.WRONG_VALUE
-    return " ".join(reasons), codes[0]
+        reasons.append((f"You missed parameters ({', '.join(sorted(missing & params))}): use "
+                        "`model.named_parameters()`, which includes every submodule's.", FORGOT_PARAMETERS))
+    return reasons
 
 
 # --- exercise 06.scaler ----------------------------------------------------------------------

@@ -1,0 +1,651 @@
+"""Lesson 07's capstone: a training script with six device bugs, its reference ``Classifier``, and the check that
+runs the learner's ``fit`` on the CPU, on the GPU (real or simulated) and on ``meta``, names the first bug as a GPU
+meets it, and counts the bugs left for part marks."""
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+from .. import device as _device
+from .. import misconceptions, modes
+from ..exercises import grader
+from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_tensor,
+                       is_tensor, safe_repr, text_of)
+from .l06_mismatch_errors import CONSTANT_AS_PARAMETER, MADE_IN_FORWARD, NO_SUPER_INIT, PLAIN_ATTRIBUTE
+# imported first, lesson 07's exercises and codes register before the capstone's, as in the course's order
+from .l07_transfer_cost import MEAN_NOT_SUM, no_accelerator_feedback, preview
+
+# --- exercise 07.capstone -------------------------------------------------------------------------
+
+class Classifier(nn.Module):
+    """Classifies sequences of 8 features into 3 classes; ``fit`` resumes training from a checkpoint."""
+
+    def __init__(self, features=8, classes=3):
+        super().__init__()
+        self.layer = nn.Linear(features, classes)
+        self.register_buffer("mean", torch.zeros(features))      # a buffer: `.to` moves it, the checkpoint fills it
+
+    def forward(self, x):                                         # x: (batch, time steps, features)
+        recent = torch.linspace(0.5, 1.0, x.shape[1], device=x.device)   # made where the input is
+        pooled = ((x - self.mean) * recent[:, None]).sum(dim=1) / recent.sum()
+        return self.layer(pooled)
+
+    def fit(self, batches, device, checkpoint):
+        """Resume from ``checkpoint``, take one Adam step per ``(inputs, labels)`` batch on ``device``, and
+        return the optimizer and the sum of the losses (a 0-dim tensor on ``device``)."""
+        self.load_state_dict(checkpoint["model"])
+        self.to(device)                                           # move the model first,
+        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
+        optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)
+        class_weights = torch.tensor([1.0, 2.0, 1.0], device=device)   # class 1 is rare: it counts double
+        total = torch.zeros((), device=device)
+        for inputs, labels in batches:
+            inputs, labels = inputs.to(device), labels.to(device)
+            loss = F.cross_entropy(self(inputs), labels, weight=class_weights)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.detach()                                # no .item(): nothing waits, step after step
+        return optimizer, total
+
+
+BATCH_NOT_MOVED = misconceptions.define(
+    "07.batch-not-moved", "A batch's inputs or labels never moved",
+    "Moves the model to the device but not the data it is fed: each batch's `inputs` and `labels` are still "
+    "CPU tensors when they meet the weights or the output. `Module.to` moves the model's own tensors only; "
+    "each batch needs `inputs = inputs.to(device)` (and the labels with it) inside the loop.",
+    section=("06_mismatch_errors", "2. Cause: an input that was never moved"),
+    question="`self.to(device)` has run. Where are a batch's `inputs` and `labels` when the loop takes them, and "
+             "which line moves them?")
+MADE_IN_FIT = misconceptions.define(
+    "07.made-in-fit-without-device", "A tensor made in the training code without `device=`",
+    "Believes a tensor made in the training loop beside device tensors (a scale, an offset, a mask) lands on their "
+    "device; a factory call (`torch.ones`, `torch.full`, `torch.tensor`...) uses the default device, the CPU, "
+    "unless given `device=device`.",
+    section=("06_mismatch_errors", "3. Cause: a tensor made inside `forward`"),
+    question="`fit` is given `device`. Where does `torch.ones(8)` made inside `fit` live, and how do you make it "
+             "where the batches go?")
+OPTIMIZER_BEFORE_MOVE = misconceptions.define(
+    "07.optimizer-before-move", "Optimizer built or loaded before the model moved",
+    "Builds the optimizer or loads its state before `model.to(device)`. State loaded then goes next to the CPU "
+    "parameters and stays there (a GPU step raises); on `meta`, where `.to` makes new parameter objects, an "
+    "optimizer built before the move holds the old ones and trains nothing. Move the model, then build the "
+    "optimizer, then load its state: `load_state_dict` puts each state tensor next to its parameter.",
+    section=("06_mismatch_errors", "6. Optimizer state"),
+    question="Resuming from a checkpoint: in which order do `model.to(device)`, building the optimizer and "
+             "`optimizer.load_state_dict(...)` go, and why?")
+OPTIMIZER_NOT_LOADED = misconceptions.define(
+    "07.optimizer-state-not-loaded", "Resumed without the optimizer's state",
+    "Believes loading the model's weights resumes training; the optimizer's state (Adam's running averages and "
+    "step count) is saved apart and must be loaded too, into the optimizer built after the move: "
+    "`optimizer.load_state_dict(checkpoint[\"optimizer\"])`.",
+    section=("06_mismatch_errors", "6. Optimizer state"),
+    question="What does Adam keep for each parameter, and what is lost if a resumed run loads only the model's "
+             "`state_dict`?")
+LOSS_WEIGHT_ON_CPU = misconceptions.define(
+    "07.loss-weight-on-cpu", "The loss's class weights left on the CPU",
+    "Makes the loss's constants (`weight=`, `pos_weight=`) with `torch.tensor([...])`, on the CPU, while the "
+    "model's output is on the device; the model's `.to` does not move them. Make them with `device=device` "
+    "(with `nn.CrossEntropyLoss(weight=w)`, moving the loss module moves its weight, a buffer).",
+    section=("06_mismatch_errors", "Pitfalls"),
+    question="`class_weights = torch.tensor([1.0, 2.0, 1.0])` and the logits are on the GPU. What does "
+             "`F.cross_entropy(logits, labels, weight=class_weights)` do, and what is the fix?")
+READ_EVERY_STEP = misconceptions.define(
+    "07.value-read-every-step", "A value read back every step",
+    "Believes `loss.item()` (or `float(loss)`, `print(loss)`, `.cpu()`) costs only a few bytes; on a GPU it "
+    "makes the CPU wait for all queued work, every step, so it can no longer run ahead. Keep the running total "
+    "on the device and read it once at the end.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="Which lines of a training loop make the CPU wait for the GPU, and how do you log the loss without "
+             "waiting every step?")
+TOTAL_READ_BACK = misconceptions.define(
+    "07.total-read-back", "Returned the total as a number or on the CPU",
+    "Returns the running total as a Python number (`.item()`, `float`) or a CPU tensor (`.cpu()`), as if a "
+    "result had to come back to the host; each is a wait on a GPU. Keep the total a 0-dim tensor on the "
+    "device and let the caller read it.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="`total` is a 0-dim tensor on the GPU. What does `total.item()` cost, and who should call it?")
+TOTAL_KEEPS_GRAPH = misconceptions.define(
+    "07.total-keeps-graph", "A running total of the loss itself (`total += loss`)",
+    "Adds the loss itself to a running total; the loss requires grad, so the total does too and keeps every "
+    "step's autograd graph (with its saved activations) alive. Add `loss.detach()`, the value without the graph.",
+    section=("07_transfer_cost", "6. Hidden synchronisations"),
+    question="After `total += loss` for three steps, does `total` require grad, and what does it keep alive? "
+             "What does `loss.detach()` change?")
+CHANGED_ARITHMETIC = misconceptions.define(
+    "07.changed-the-arithmetic", "Changed what the script computes, not where",
+    "Fixes a device bug by changing the computation (dropping the loss's class weights, another model, loss or "
+    "optimizer) instead of moving or making tensors on the device; the trained weights then differ from the "
+    "reference's. Device fixes change where tensors live, never the numbers.",
+    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
+    question="The class weights are on the CPU. Why is deleting `weight=class_weights` not a fix, and what is?")
+SCRIPT_CHANGED = misconceptions.define(
+    "07.script-structure-changed", "Changed the given script's structure",
+    "Changes what the check builds on (`Classifier` an `nn.Module`, its `layer` and `mean`, the `fit` method, "
+    "its state names) while fixing the devices; the check must build the model, load the checkpoint and run "
+    "`fit` as the given script does.",
+    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
+    question="Which parts of the capstone's script must stay as given for the check to compare your training "
+             "with the reference's?")
+
+
+_CAPSTONE_STEPS = 4
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OPTIM_DIR = os.path.dirname(torch.optim.__file__) + os.sep
+_COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: Operations that take tensors on two devices by design: copies, and indexing with CPU indices.
+_BETWEEN_DEVICES = frozenset({"_to_copy", "copy_", "copy", "_copy_from", "_copy_from_and_resize", "to", "index",
+                              "index_put", "index_put_", "_index_put_impl_", "_local_scalar_dense"})
+#: Operations whose GPU kernels check every argument: a 0-dim CPU tensor is refused there too.
+_EVERY_ARGUMENT = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "matmul",
+                             "linear", "embedding", "index_select", "cat", "stack", "gather", "nll_loss_forward",
+                             "nll_loss2d_forward", "native_layer_norm", "convolution", "_convolution"})
+
+
+def _capstone_batches(gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Four batches of 6 sequences (5 time steps, 8 features) with labels 0 to 2, on the CPU."""
+    return [(torch.randn(6, 5, 8, generator=gen) + 0.5, torch.randint(0, 3, (6,), generator=gen))
+            for _ in range(_CAPSTONE_STEPS)]
+
+
+def _capstone_checkpoint() -> dict:
+    """What the training saved before: the reference model's weights and mean, and Adam's state after a step."""
+    gen = torch.Generator().manual_seed(70)
+    model = Classifier()
+    with torch.no_grad():
+        for t in model.state_dict().values():
+            t.copy_(torch.randn(t.shape, generator=gen) * 0.5)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    inputs, labels = _capstone_batches(gen)[0]
+    F.cross_entropy(model(inputs), labels).backward()
+    optimizer.step()
+    return {"model": copy.deepcopy(model.state_dict()), "optimizer": copy.deepcopy(optimizer.state_dict())}
+
+
+class _Mixed(BaseException):
+    """Stops the learner's ``fit`` at its first operation that mixes the CPU with the device (as a GPU would)."""
+
+
+class _Watch(TorchDispatchMode):
+    """Watches one ``fit``: where each CPU tensor came from (a batch's inputs or labels, a plain attribute of the
+    model, made in ``forward`` or in ``fit``), the first operation that mixes a CPU tensor with the device's
+    tensors (stopped there, as a GPU stops), and the values read back from the device (``.item()``, ``.cpu()``)."""
+
+    def __init__(self, device: torch.device, batches: list, attributes: dict[int, str], repair: bool = False):
+        super().__init__()
+        self.device = device
+        self.device_type = device.type
+        self.repair = repair        # go on past each mix, the CPU tensors moved, to meet every bug (part marks)
+        self.mixes: list[tuple[str, set[str], bool]] = []
+        self.labels: dict[int, set[str]] = {}
+        self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
+        self.reads: list[str] = []
+        self.mix: tuple[str, set[str], bool] | None = None
+        for inputs, labels in batches:
+            self._label(inputs, {"inputs"})
+            self._label(labels, {"labels"})
+        for key, name in attributes.items():
+            self.labels[key] = {f"attribute:{name}"}
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:   # as transfer.count_copies: keep torch._dynamo unimported
+        return False
+
+    def _label(self, t: Any, labels: set[str]) -> None:
+        if type(t) is torch.Tensor:
+            self.labels[id(t)] = set(labels)
+            self._kept.append(t)
+
+    @staticmethod
+    def _where() -> tuple[str, bool]:
+        """("forward" or "fit", whether the optimizer's code runs), from the learner's frames on the stack."""
+        frame, place, optimizer = sys._getframe(2), "fit", False
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith(_OPTIM_DIR):
+                optimizer = True
+            elif not filename.startswith((_TORCH_DIR, _COURSE_DIR)) and frame.f_code.co_name == "forward":
+                place = "forward"
+            frame = frame.f_back
+        return place, optimizer
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        for t in tensors:
+            if t.device.type == "cpu" and id(t) not in self.labels:
+                self._label(t, {self._where()[0]})
+        on_device = any(t.device.type == self.device_type for t in tensors)
+        if on_device and name not in _BETWEEN_DEVICES:
+            strict = name in _EVERY_ARGUMENT
+            culprits = [t for t in tensors if t.device.type == "cpu" and (strict or t.dim() > 0)]
+            if culprits:
+                labels = set().union(*(self.labels.get(id(t), set()) for t in culprits))
+                self.mixes.append((name, labels, self._where()[1]))
+                self.mix = self.mix or self.mixes[0]
+                if not self.repair:
+                    raise _Mixed()
+                moved = {id(t): t.to(self.device) for t in culprits}
+                args, kwargs = tree_map(lambda a: moved.get(id(a), a) if isinstance(a, torch.Tensor) else a,
+                                        (args, kwargs))
+                tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        if name == "_local_scalar_dense" and on_device:
+            self.reads.append(".item()")
+            if self.device_type == "meta":       # no data: go on with a zero, only the count matters
+                dtype = args[0].dtype
+                return False if dtype == torch.bool else 0.0 if dtype.is_floating_point else 0
+        source = args[0] if name == "_to_copy" and args else args[1] if name == "copy_" and len(args) > 1 else None
+        if isinstance(source, torch.Tensor) and source.device.type == self.device_type:
+            to = args[0].device if name == "copy_" else kwargs.get("device") or source.device
+            target = torch.device(to).type
+            if target == "cpu":
+                self.reads.append(".cpu()")
+                if self.device_type == "meta":
+                    if name == "copy_":
+                        return args[0]
+                    return torch.zeros(source.shape, dtype=kwargs.get("dtype") or source.dtype)
+        out = func(*args, **kwargs)
+        labels = set().union(*(self.labels.get(id(t), set()) for t in tensors if t.device.type == "cpu"))
+        for o in tree_flatten(out)[0]:
+            if type(o) is torch.Tensor and o.device.type == "cpu" and id(o) not in self.labels:
+                self._label(o, labels or {self._where()[0]})
+        return out
+
+
+def _plain_attributes(model: nn.Module) -> dict[int, str]:
+    """id -> name of every plain tensor attribute of ``model`` and its submodules."""
+    found = {}
+    for prefix, sub in model.named_modules():
+        for key, value in vars(sub).items():
+            if is_tensor(value):
+                found[id(value)] = f"{prefix}.{key}" if prefix else key
+    return found
+
+
+def _on(device: torch.device) -> str:
+    if device.type == "meta":      # the stand-in only where no GPU (real or simulated) runs the script first
+        return "on `meta`" + (" (the stand-in for a GPU here)" if _device.accelerator() is None else "")
+    return f"on `{device}`"
+
+
+def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> tuple[str, str]:
+    """What the first operation that mixed the CPU with ``device`` says, and the code of the bug it names."""
+    on = _on(device)
+    gpu = (" On a GPU that line raises \"Expected all tensors to be on the same device\" (or \"... but got mat1 "
+           "is on cpu\"); `cu.explain_error()` after it explains the message.")
+    attributes = sorted(label.split(":", 1)[1] for label in labels if label.startswith("attribute:"))
+    if in_optimizer:
+        return (f"Bug: the optimizer's state. `optimizer.step()` mixed CPU tensors with your parameters {on} "
+                f"(in `{op}`): the state loaded from the checkpoint (Adam's running averages) stayed on the CPU, "
+                "because it was loaded while the parameters were still there. Move the model first, then build "
+                "the optimizer and load its state: `optimizer.load_state_dict` puts each state tensor where its "
+                "parameter is at that moment." + gpu + " `cu.show_devices(self, optimizer)` shows where each "
+                "state tensor lives.", OPTIMIZER_BEFORE_MOVE)
+    if "inputs" in labels:
+        return (f"Bug: an input never moved. Your model's weights are {on}, but each batch's `inputs` are still "
+                f"on the CPU when they reach them (`{op}` got both)." + gpu + " Move each batch inside the loop: "
+                "`inputs = inputs.to(device)`, and the labels with it. (`cu.explain_devices(self, inputs)` lists "
+                "where every weight and input lives.)", BATCH_NOT_MOVED)
+    if "labels" in labels:
+        return (f"Bug: the labels never moved. The model's output is {on}, but each batch's `labels` are still "
+                f"on the CPU when the loss compares them (`{op}` got both)." + gpu + " Move them with the "
+                "inputs: `labels = labels.to(device)`.", BATCH_NOT_MOVED)
+    if attributes:
+        name = attributes[0]
+        return (f"Bug: a plain tensor attribute. `self.{name}` is a tensor stored with `self.{name} = ...`: "
+                "`self.to(device)` moves parameters and buffers, not plain attributes, so it stayed on the CPU "
+                f"and met tensors {on} in `forward` (in `{op}`)." + gpu + " Register it as a buffer in "
+                f"`__init__`: `self.register_buffer(\"{name}\", torch.zeros(features))`. A buffer also goes into "
+                f"`state_dict()`, so the checkpoint's `{name}` loads into it. (`cu.explain_devices(self)` lists "
+                "plain attributes apart from buffers.)", PLAIN_ATTRIBUTE)
+    if "forward" in labels:
+        return (f"Bug: a tensor made in `forward` without a device. A factory call such as `torch.linspace(...)`, "
+                "`torch.ones(...)` or `torch.arange(...)` makes its tensor on the CPU (the default device), "
+                f"whatever device the input is on, and `{op}` then mixed it with tensors {on}." + gpu + " Make it "
+                "where the input is: pass `device=x.device`.", MADE_IN_FORWARD)
+    if "loss" in op:
+        return (f"Bug: the loss weight. The class weights you give the loss (`weight=...`) are on the CPU: "
+                f"`torch.tensor([...])` makes them there, and `{op}` mixed them with the model's output {on}."
+                + gpu + " Make them on the device once, before the loop: `torch.tensor([...], device=device)`.",
+                LOSS_WEIGHT_ON_CPU)
+    return (f"A tensor that `fit` made without a device is on the CPU, and `{op}` mixed it with tensors {on}."
+            + gpu + " Make tensors on the device you are given (`device=device`), or move them once before the loop.",
+            MADE_IN_FIT)
+
+
+def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, label: str,
+             watch: bool, repair: bool = False) -> tuple[nn.Module, Any, _Watch | None]:
+    """Build the learner's model on the CPU, run its ``fit`` on ``device``; the model, what fit returned, the watch
+    (``repair``: one that goes on past each mix, for :func:`_bugs_left`)."""
+    model = call(cls, context="Classifier()")
+    if not issubclass(type(model), nn.Module) or "_parameters" not in vars(model):
+        raise Wrong(f"`Classifier()` gave {safe_repr(model)}, not a working nn.Module. Keep "
+                    "`class Classifier(nn.Module):` and `super().__init__()` at the start of `__init__`.",
+                    NO_SUPER_INIT if issubclass(type(model), nn.Module) else SCRIPT_CHANGED)
+    params = [(n, tuple(p.shape)) for n, p in model.named_parameters()]
+    if params != [("layer.weight", (3, 8)), ("layer.bias", (3,))]:
+        names = ", ".join(f"`{n}` {s}" for n, s in params) or "none"
+        raise Wrong(f"`Classifier()` should have exactly the parameters of `self.layer = nn.Linear(8, 3)`; it has "
+                    f"{names}. Keep the model as given: the checkpoint holds those weights. The mean is a constant, "
+                    "not a parameter: a buffer (`self.register_buffer(...)`).",
+                    CONSTANT_AS_PARAMETER if any(n == "mean" for n, _ in params) else SCRIPT_CHANGED)
+    fit = getattr(model, "fit", None)
+    if not callable(fit):
+        raise Wrong("Your `Classifier` has no `fit` method: keep `def fit(self, batches, device, checkpoint):`.",
+                    SCRIPT_CHANGED)
+    keys = set(model.state_dict())
+    checkpoint = {"model": {k: v for k, v in checkpoint["model"].items() if k in keys},
+                  "optimizer": checkpoint["optimizer"]}
+    watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
+    context = f"{label} on {device}"
+    try:
+        with ModesKept():
+            if watcher is None:
+                got = fit(batches, device, checkpoint)
+            else:
+                with watcher:
+                    got = fit(batches, device, checkpoint)
+    except _Mixed:
+        got = None
+    except NotImplementedError as e:
+        message = text_of(e).lower()
+        if "meta" not in message and "could not run" not in message:
+            raise NotAttempted() from None
+        raise Wrong(f"With {context}, your code read the data of a `meta` tensor: NotImplementedError: "
+                    f"{safe_repr(text_of(e), 160)}. Meta tensors have no data; keep values on the device "
+                    "(`total += loss.detach()`), don't read them in `fit`.", misconceptions.READ_META) from None
+    except (KeyboardInterrupt, TimeLimit):
+        raise
+    except BaseException as e:
+        text = text_of(e)
+        if isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
+            raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
+                        "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
+                        SCRIPT_CHANGED) from None
+        wrong = no_accelerator_feedback(Crashed(e, context))
+        if wrong is not None:
+            raise wrong from None
+        raise Crashed(e, context) from None
+    if watcher is not None and watcher.mix is not None and not repair:
+        message, code = _mix_feedback(*watcher.mix, device)
+        raise Wrong(f"With {context}: " + message, code)
+    return model, got, watcher
+
+
+def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch.device, label: str) -> tuple:
+    """Everything about one run but the values: reads, what fit returned, the optimizer, plain attributes."""
+    optimizer, total = _returned_pair(got, device, label)
+    params, state = _held_parameters(model, optimizer, device, label)
+    _check_optimizer_state(params, state, device, label)
+    _check_reads(watcher, device)
+    total = _check_total(total, device, label)
+    _check_no_plain_attribute(model)
+    return optimizer, total
+
+
+def _returned_pair(got: Any, device: torch.device, label: str) -> tuple[torch.optim.Optimizer, Any]:
+    """The optimizer and the total that ``fit`` returned, or a Wrong when it returned something else."""
+    if type(got) not in (tuple, list) or len(got) != 2:
+        raise Wrong(f"With {label} on {device}, `fit` returned {safe_repr(got)}; return two things: "
+                    "`return optimizer, total`.", misconceptions.WRONG_TYPE)
+    optimizer, total = got
+    if not issubclass(type(optimizer), torch.optim.Optimizer):
+        raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
+                    "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
+    return optimizer, total
+
+
+def _held_parameters(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
+                     label: str) -> tuple[list[torch.Tensor], Any]:
+    """The model's parameters and the optimizer's state, once the optimizer is shown to hold those parameters (an
+    optimizer built before the move does not, on `meta`)."""
+    try:
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        params = list(model.parameters())
+        state = optimizer.state
+    except Exception:
+        raise Wrong(f"With {label} on {device}, the optimizer you returned cannot be read (its `param_groups` "
+                    "or `state`). Return the `torch.optim.Adam` that `fit` trained with.",
+                    misconceptions.ODD_ANSWER) from None
+    if len(held) != len(params) or any(not any(h is p for p in params) for h in held):
+        raise Wrong("Bug: the optimizer was built before the move. Your optimizer does not hold the model's "
+                    f"parameters {_on(device)}: it holds {', '.join(safe_repr(h) for h in held[:2])}. "
+                    + ("On `meta`, `.to` replaces each parameter with a new tensor, so an optimizer built before "
+                       "`self.to(device)` keeps the old CPU ones and never trains the model. On a GPU the "
+                       "parameters stay the same objects, but optimizer state loaded before the move stays on "
+                       "the CPU. " if device.type == "meta" else "")
+                    + "PyTorch's documentation asks for this order: move the model, then build the optimizer, then "
+                    "load its state. (`cu.show_devices(self, optimizer)` shows where both live.)",
+                    OPTIMIZER_BEFORE_MOVE)
+    return params, state
+
+
+def _check_optimizer_state(params: list[torch.Tensor], state: Any, device: torch.device, label: str) -> None:
+    """The optimizer's state was loaded from the checkpoint (not only this run's steps), and lies on ``device``."""
+    moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
+               if is_tensor(t) and n != "step"]
+    if not moments:
+        raise Wrong(f"With {label} on {device}, the optimizer has no state: load it from the checkpoint "
+                    "(`optimizer.load_state_dict(checkpoint[\"optimizer\"])`) after building it.", OPTIMIZER_NOT_LOADED)
+    try:
+        steps = {float(state[p]["step"]) for p in params if "step" in (state.get(p) or {})}
+    except Exception:
+        steps = set()
+    if steps == {float(_CAPSTONE_STEPS)}:
+        raise Wrong(f"With {label} on {device}, the optimizer counted only your {_CAPSTONE_STEPS} steps: its state "
+                    "from the checkpoint was never loaded, so training did not resume. Load it after building the "
+                    "optimizer: `optimizer.load_state_dict(checkpoint[\"optimizer\"])`.", OPTIMIZER_NOT_LOADED)
+    astray = sorted({f"{n} on {t.device}" for n, t in moments if t.device.type != device.type})
+    if astray:
+        raise Wrong(f"Bug: the optimizer's state. Your parameters are {_on(device)}, but Adam's state is not: "
+                    f"{', '.join(astray)}. Load the state after the move, into an optimizer built after it: "
+                    "`optimizer.load_state_dict` puts each state tensor where its parameter is at that moment.",
+                    OPTIMIZER_BEFORE_MOVE)
+
+
+def _check_reads(watcher: _Watch | None, device: torch.device) -> None:
+    """At most one value read back from the device during the run (none watched on the CPU)."""
+    if watcher is not None and len(watcher.reads) > 1:
+        kinds = ", ".join(sorted(set(watcher.reads)))
+        raise Wrong(f"Bug: a value read every step. During {_CAPSTONE_STEPS} steps {_on(device)}, your `fit` read "
+                    f"{len(watcher.reads)} values back from the device ({kinds}). `loss.item()` (and `float(loss)`, "
+                    "`print(loss)`, `.cpu()`, `.tolist()`) makes the CPU wait for the GPU to finish everything queued, "
+                    "then copies the value: at every step the CPU stops running ahead. Keep the running total on the "
+                    "device: start from `torch.zeros((), device=device)`, add `loss.detach()`, and return it.",
+                    READ_EVERY_STEP)
+
+
+def _check_total(total: Any, device: torch.device, label: str) -> torch.Tensor:
+    """The total loss ``fit`` returned: a 0-dim tensor on ``device`` that keeps no autograd graph."""
+    if not is_tensor(total):
+        why = (" That `.item()` (or `float`) is a wait on a GPU; keep the total a tensor on the device."
+               if type(total) in (float, int) else "")
+        raise Wrong(f"With {label} on {device}, the total loss you returned is {safe_repr(total)} "
+                    f"({type(total).__name__}), not a 0-dim tensor on `{device}`.{why} Start from "
+                    "`torch.zeros((), device=device)` and add `loss.detach()` each step.",
+                    TOTAL_READ_BACK if type(total) in (float, int) else misconceptions.NOT_A_TENSOR)
+    total = expect_tensor(total, f"With {label} on {device}, the total loss")
+    if total.dim() != 0 or total.device.type != device.type:
+        raise Wrong(f"With {label} on {device}, the total loss should be a 0-dim tensor on `{device}`; yours is "
+                    f"{safe_repr(total)}. Keep it on the device, and return it without `.item()` or `.cpu()`.",
+                    TOTAL_READ_BACK if total.device.type != device.type else misconceptions.WRONG_SHAPE)
+    if total.requires_grad:
+        raise Wrong(f"With {label} on {device}, your total requires grad: `total += loss` keeps every step's "
+                    "autograd graph alive. Add `loss.detach()`, the value without the graph.", TOTAL_KEEPS_GRAPH)
+    return total
+
+
+def _check_no_plain_attribute(model: nn.Module) -> None:
+    """No plain tensor attribute on the model: ``.to`` leaves it behind and the checkpoint never fills it."""
+    plain = [name for name in _plain_attributes(model).values()]
+    if plain:
+        raise Wrong(f"Bug: a plain tensor attribute. `self.{plain[0]}` is a plain tensor attribute: `.to(device)` "
+                    "does not move it and `state_dict()` does not save it, so the checkpoint's value never loads. "
+                    f"Register it as a buffer: `self.register_buffer(\"{plain[0]}\", torch.zeros(features))`.",
+                    PLAIN_ATTRIBUTE)
+
+
+def _check_capstone_values(model: nn.Module, total: torch.Tensor, want_model: nn.Module, want_total: torch.Tensor,
+                  device: torch.device) -> None:
+    got_state, want_state = model.state_dict(), want_model.state_dict()
+    for key, want in want_state.items():
+        got = got_state.get(key)
+        if not is_tensor(got):
+            raise Wrong(f"After `fit` on {device}, your model has no `{key}`; keep the names of the given script.",
+                        SCRIPT_CHANGED)
+        got = expect_tensor(got, f"`{key}`")
+        if got.shape != want.shape or not torch.allclose(got.detach().float().cpu(), want.float().cpu(),
+                                                         rtol=1e-4, atol=1e-5):
+            raise Wrong(f"After `fit` on {device}, `{key}` differs from the reference's (expected "
+                        f"{preview(want)}, got {preview(got)}). Fix the devices, not the arithmetic: keep "
+                        "the model, the loss, its weights and the optimizer of the given script.", CHANGED_ARITHMETIC)
+    got_total, want_total = total.detach().float().cpu(), want_total.detach().float().cpu()
+    if not torch.allclose(got_total, want_total, rtol=1e-4, atol=1e-5):
+        mean = " It looks like the mean of the losses; return their sum." if torch.allclose(
+            got_total * _CAPSTONE_STEPS, want_total, rtol=1e-4, atol=1e-5) else ""
+        raise Wrong(f"After `fit` on {device}, the total loss is {got_total.item():.6g}; the reference's is "
+                    f"{want_total.item():.6g}.{mean}", MEAN_NOT_SUM if mean else misconceptions.WRONG_VALUE)
+
+
+#: Hints that answer what the last check said (``course_utils.hint``, the Hint button show it first).
+HINT_FOR = {
+    "07.capstone": {
+        misconceptions.NOT_ATTEMPTED: "Delete the `raise NotImplementedError` line, run the cell and check: the "
+                                      "check then runs the script and stops at its first bug, as a GPU would, "
+                                      "and names it. Six bugs hide in the script; fix one at a time.",
+    },
+}
+
+
+@grader("07.capstone", points=12, reference=Classifier, title="Capstone: a training script with device bugs", hints=(
+    "Six bugs hide in the script; fix one at a time. The check stops at the first bug, as a GPU would, and "
+    "names it (it runs the script only once the `raise NotImplementedError` line is gone). Or run the script "
+    "yourself on `target` in the cell below it: the error appears where a GPU raises it, and "
+    "`cu.explain_error()` explains it.",
+    "Ask the course's tools where things live: `cu.explain_devices(model, inputs)` lists every parameter, buffer, "
+    "plain attribute and input with its device; `cu.show_devices(model, optimizer)` maps the optimizer's state "
+    "too; `transfer.count_copies(target)` counts the copies (and a value read back each step).",
+    "The six: move `inputs` and `labels` in the loop; `device=x.device` for the tensor made in `forward`; "
+    "`self.register_buffer(\"mean\", ...)` for the plain attribute; `self.to(device)` before building the "
+    "optimizer and loading its state; `device=device` for the loss's class weights; and a total kept on the "
+    "device (`total = torch.zeros((), device=device)`, `total += loss.detach()`) instead of `.item()` every step.",
+))
+def _grade_capstone(cls: type) -> str:
+    if not issubclass(cls, nn.Module):
+        raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.", SCRIPT_CHANGED)
+    try:
+        return _capstone_verdict(cls)
+    except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed
+        left = _bugs_left(cls)
+        wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(left))
+        if modes.assessed():   # the feedback names the bug, not its fix: say how many remain
+            raise Wrong(f"{wrong} Bugs left: {len(left)} of {len(CAPSTONE_BUGS)}.", wrong.code,
+                        earned=wrong.earned) from None
+        raise
+
+
+#: The capstone's six bugs, by the code of the misconception each one is, and the points each is worth.
+CAPSTONE_BUGS = frozenset({BATCH_NOT_MOVED, PLAIN_ATTRIBUTE, MADE_IN_FORWARD, LOSS_WEIGHT_ON_CPU,
+                           OPTIMIZER_BEFORE_MOVE, READ_EVERY_STEP})
+BUG_POINTS = 2
+
+
+def _fresh(seed: int, checkpoint: dict) -> tuple[list, dict]:
+    """The capstone's batches (drawn from ``seed``) and a copy of ``checkpoint``."""
+    return _capstone_batches(torch.Generator().manual_seed(seed)), copy.deepcopy(checkpoint)
+
+
+def _reference(device: torch.device, seed: int, checkpoint: dict) -> tuple[nn.Module, torch.Tensor]:
+    """The reference's model and total after ``fit`` on ``device``."""
+    model = Classifier()
+    _, total = model.fit(*_fresh(seed, checkpoint)[:1], device, copy.deepcopy(checkpoint))
+    return model, total
+
+
+def _trains_as_the_script(model: nn.Module, total: Any, checkpoint: dict) -> bool:
+    """Whether ``fit`` on the CPU (where no device bug shows) gave the reference's weights and total: as given, or with
+    `mean` never loaded (its zeros), which is what the plain-attribute bug does there."""
+    cpu = torch.device("cpu")
+    unloaded = copy.deepcopy(checkpoint)
+    unloaded["model"]["mean"] = torch.zeros_like(unloaded["model"]["mean"])
+    got = [t.detach().float() for t in model.parameters()] + [torch.as_tensor(
+        total.detach() if is_tensor(total) else float(total)).float().cpu()]
+    for saved in (checkpoint, unloaded):
+        want_model, want_total = _reference(cpu, 1, saved)
+        want = [t.detach().float() for t in want_model.parameters()] + [want_total.detach().float()]
+        if len(got) == len(want) and all(g.shape == w.shape and torch.allclose(g.cpu(), w, rtol=1e-4, atol=1e-5)
+                                         for g, w in zip(got, want)):
+            return True
+    return False
+
+
+def _bugs_left(cls: type) -> set[str]:
+    """The six bugs an answer that failed still has; all six unless it trains as the script does on the CPU (where
+    no device bug shows: its arithmetic is the script's). Each bug is met on its own on `meta`, on every machine alike:
+    one run with the batches on the CPU (are they moved?), one with them on `meta` already (what else mixes), each
+    going on past every mix; then the plain attributes, the optimizer's parameters and state, and the reads."""
+    cpu, meta, label = torch.device("cpu"), torch.device("meta"), f"{_CAPSTONE_STEPS} batches"
+    checkpoint = _capstone_checkpoint()
+    try:
+        model, (_, total), _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)
+        if not _trains_as_the_script(model, total, checkpoint):
+            return set(CAPSTONE_BUGS)
+        _, _, moved = _run_fit(cls, meta, *_fresh(2, checkpoint), label, watch=True, repair=True)
+        batches, saved = _fresh(2, checkpoint)
+        batches = [(inputs.to(meta), labels.to(meta)) for inputs, labels in batches]
+        model, (optimizer, _), watcher = _run_fit(cls, meta, batches, saved, label, watch=True, repair=True)
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        params = list(model.parameters())
+        state = [t for p in params for t in (optimizer.state.get(p) or {}).values() if is_tensor(t) and t.dim()]
+    except (Exception, TimeLimit):   # a crash, a stub, changed arithmetic, out of time: no part to mark
+        return set(CAPSTONE_BUGS)
+    left = {_mix_feedback(*mix, meta)[1] for mix in watcher.mixes}
+    left |= {BATCH_NOT_MOVED} if any({"inputs", "labels"} & labels for _, labels, _ in moved.mixes) else set()
+    left |= {PLAIN_ATTRIBUTE} if _plain_attributes(model) else set()
+    stale = len(held) != len(params) or any(not any(h is p for p in params) for h in held) or any(
+        t.device.type != "meta" for t in state)
+    left |= {OPTIMIZER_BEFORE_MOVE} if stale else set()
+    left |= {READ_EVERY_STEP} if len(watcher.reads) > 1 else set()
+    return left & CAPSTONE_BUGS
+
+
+def _capstone_verdict(cls: type) -> str:
+    """The capstone's check: the first bug named as a GPU meets it, or "Right" when all six are fixed."""
+    checkpoint = _capstone_checkpoint()
+    devices = devices_to_test()
+    label = f"{_CAPSTONE_STEPS} batches"
+
+    def fresh(seed: int) -> tuple[list, dict]:
+        return _fresh(seed, checkpoint)
+
+    def reference(device: torch.device, seed: int) -> tuple[nn.Module, torch.Tensor]:
+        return _reference(device, seed, checkpoint)
+
+    cpu = torch.device("cpu")
+    model, got, _ = _run_fit(cls, cpu, *fresh(1), label, watch=False)           # the stub stops here
+    cpu_result = (model, got)
+    # the learner's GPU (real or simulated) first: the bugs are named as they show there; `meta` last
+    for dev in sorted(devices[1:], key=lambda d: d.type == "meta"):
+        dev_model, dev_got, watcher = _run_fit(cls, dev, *fresh(2), label, watch=True)
+        _, total = _check_fit(dev_model, dev_got, watcher, dev, label)
+        if dev.type != "meta":
+            _check_capstone_values(dev_model, total, *reference(dev, 2), dev)
+    model, got = cpu_result
+    _, total = _check_fit(model, got, None, cpu, label)
+    _check_capstone_values(model, total, *reference(cpu, 1), cpu)
+    where = ", ".join(str(d) for d in devices)
+    return (f"Right: all six bugs fixed. On {where}, `fit` moves each batch, keeps every tensor it makes on the "
+            "device, holds `mean` as a buffer, builds and loads the optimizer after the move, and reads nothing "
+            "back while it trains; the weights and the total loss match the reference's.")
+
+
+__all__ = ["Classifier"]
