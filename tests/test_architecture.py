@@ -184,8 +184,8 @@ def test_no_module_names_another_modules_private_names_in_a_string():
 
 def test_the_string_check_sees_private_names_spelled_out():
     integrity = "course_utils.classroom.integrity"
-    old = ('TABLES = frozenset({"course_utils.exercises._REGISTRY", "course_utils.lessons.l03_to_device._Watched.calls",'
-           ' f"course_utils.store._SESSION"})\n'
+    old = ('TABLES = frozenset({"course_utils.exercises._REGISTRY",\n'
+           '                    "course_utils.lessons.l03_to_device._Watched.calls", f"course_utils.store._SESSION"})\n'
            'def f():\n    """See :func:`course_utils.notebook._cells`."""\n')
     assert sorted(private_names_in_strings(integrity, old)) == [
         f"{integrity}: {name!r}" for name in ("course_utils.exercises._REGISTRY",

@@ -151,10 +151,8 @@ class DoneMessage:
 Message = Union[ReadyMessage, StageMessage, CellMessage, ResultMessage, TamperedMessage, ErrorMessage, DoneMessage]
 
 
-def _failure(error: object) -> Optional[CellFailure]:
-    if error is None:
-        return None
-    return CellFailure(CellError(error["kind"]), str(error["message"]))  # type: ignore[index]
+def _failure(error: Optional[dict]) -> Optional[CellFailure]:
+    return None if error is None else CellFailure(CellError(error["kind"]), str(error["message"]))
 
 
 def _parse(data: dict) -> Message:
@@ -165,8 +163,8 @@ def _parse(data: dict) -> Message:
     """
     kind = Kind(data["t"])
     if kind is Kind.STAGE:
-        index = data.get("index")
-        return StageMessage(Stage(data["stage"]), str(data["exercise"]), None if index is None else int(index))
+        stage = Stage(data["stage"])
+        return StageMessage(stage, str(data["exercise"]), None if stage is Stage.CHECK else int(data["index"]))
     if kind is Kind.CELL:
         return CellMessage(int(data["index"]), str(data["exercise"]), _failure(data.get("error")))
     if kind is Kind.RESULT:

@@ -49,8 +49,10 @@ def _signed(key: bytes, data: dict) -> bytes:
 
 
 @pytest.mark.parametrize("data", [{"t": "nonsense"}, {"t": "stage", "stage": "lunch", "exercise": "01.nbytes"},
+                                  {"t": "stage", "stage": "cell", "exercise": "01.nbytes"},
                                   {"t": "cell", "exercise": "01.nbytes"}, {"no t": 1}],
-                         ids=["unknown kind", "unknown stage", "no index", "no kind"])
+                         ids=["unknown kind", "unknown stage", "a cell's stage without its index", "no index",
+                              "no kind"])
 def test_signed_messages_that_are_malformed_or_unknown_are_ignored(data):
     key = b"k" * 32
     assert messages.unsign(key, _signed(key, data)) is None
