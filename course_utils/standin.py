@@ -34,6 +34,8 @@ NOTE = ("(This error comes from the course's stand-in for a GPU: there is no GPU
 
 _MODE: Optional["_StandIn"] = None
 _note_pending = True
+#: Globals this module rebinds in normal use (the grader's tamper check allows it).
+REBOUND = ("_note_pending",)
 
 
 def enable() -> None:

@@ -158,6 +158,44 @@ def test_no_module_uses_another_modules_private_names():
     assert found == [], found
 
 
+_DOTTED = re.compile(r"\bcourse_utils(?:\.\w+)+")
+
+
+def private_names_in_strings(module: str, source: str) -> list[str]:
+    """The other course modules' private names that the string constants of ``module`` (its ``source``) spell out,
+    e.g. ``"course_utils.store._SESSION"``: a rename there would silently change what the string means."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for dotted in _DOTTED.findall(node.value):
+                owner = _course_module(dotted)
+                parts = dotted[len(owner or dotted):].split(".")[1:]
+                if owner not in (None, module) and any(p.startswith("_") and not p.startswith("__") for p in parts):
+                    found.append(f"{module}: {dotted!r}")
+    return found
+
+
+def test_no_module_names_another_modules_private_names_in_a_string():
+    """What a module lets others see of its state, it declares under a public name (as ``store.CHANGING``)."""
+    found = [hit for module, path in MODULES.items()
+             for hit in private_names_in_strings(module, path.read_text(encoding="utf-8"))]
+    assert found == [], found
+
+
+def test_the_string_check_sees_private_names_spelled_out():
+    integrity = "course_utils.classroom.integrity"
+    old = ('TABLES = frozenset({"course_utils.exercises._REGISTRY",\n'
+           '                    "course_utils.lessons.l03_to_device._Watched.calls", f"course_utils.store._SESSION"})\n'
+           'def f():\n    """See :func:`course_utils.notebook._cells`."""\n')
+    assert sorted(private_names_in_strings(integrity, old)) == [
+        f"{integrity}: {name!r}" for name in ("course_utils.exercises._REGISTRY",
+                                              "course_utils.lessons.l03_to_device._Watched.calls",
+                                              "course_utils.notebook._cells", "course_utils.store._SESSION")]
+    allowed = ('"course_utils.check.__code__", "course_utils.store.CHANGING", "course_utils.classroom.integrity._x", '
+               '"course_utils.store"')
+    assert private_names_in_strings(integrity, allowed) == []
+
+
 #: The floors, bottom up (docs/architecture.md): a module imports only modules on its own floor or below.
 FLOORS = [
     ["text", "exceptions", "files", "figures", "loading", "misconceptions", "modes", "device", "devicerules", "standin",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -12,8 +13,8 @@ from typing import Callable, NamedTuple, Optional, Sequence
 
 from .. import misconceptions
 from ..results import FAILED, PASSED
-from .messages import FATAL_CELL_ERRORS, End, Kind, Stage, clean
-from .runs import CANCELLED, STARTUP_LIMIT, Limits, Run, fork_server, how_it_ended, run_worker, stop_server
+from .messages import FATAL_CELL_ERRORS, CellMessage, End, ResultMessage, Stage, StageMessage, TamperedMessage, clean
+from .runs import STARTUP_LIMIT, Limits, Run, fork_server, grader_error, how_it_ended, run_worker, stop_server
 from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, NotANotebook, answer_cells, checked_after, defines,
                           file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
                           run_order, why_unrunnable)
@@ -119,6 +120,7 @@ class _Grading:
     path: str
     limits: Limits
     lesson: Optional[str]
+    cancelled: Optional[threading.Event] = None  # the batch's: set when it was interrupted
     nb: dict = field(default_factory=dict)
     cells: list[AnswerCell] = field(default_factory=list)  # its answer cells; then what the workers run
     exercises: list[str] = field(default_factory=list)  # its lesson's
@@ -131,7 +133,8 @@ class _Grading:
         self.final = _grade_of(self.path, self.exercises, {}, note, [event], code)
 
 
-def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] = None) -> SubmissionGrade:
+def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] = None, *,
+                   cancelled: Optional[threading.Event] = None) -> SubmissionGrade:
     """Grade one submitted notebook: read it, choose its lesson, select the cells to run, make the
     static checks, then run the cells until every exercise is decided. A step may decide the whole
     submission (a file that is not a notebook, tampering...), which ends the grading there.
@@ -140,11 +143,12 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
         path: the notebook file (the string is used as the submission's name).
         limits: time and memory limits.
         lesson: grade on this lesson's exercises (e.g. ``"01"``) instead of detecting the lesson.
+        cancelled: once set (the grading was interrupted), no more runs start.
 
     Returns:
         Its :class:`SubmissionGrade`; never raises for anything in the file.
     """
-    grading = _Grading(path, limits, lesson)
+    grading = _Grading(path, limits, lesson, cancelled)
     for step in (_read, _choose_lesson, _select_cells, _static_checks, _run_until_decided):
         step(grading)
         if grading.final is not None:
@@ -245,53 +249,52 @@ def _run_until_decided(g: _Grading) -> None:
             g.events.append("timed out")
             return
         run = run_worker([c for c in g.cells if c.index not in skip], to_check,
-                         dataclasses.replace(g.limits, timeout=left))
+                         dataclasses.replace(g.limits, timeout=left), g.cancelled)
         stage = _take_messages(g, run, to_check, skip)
         if g.final is not None or _whole_run_lost(g, run, stage) or not _blame(g, run, stage, to_check, skip):
             return
 
 
-def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -> Optional[dict]:
+def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -> Optional[StageMessage]:
     """Take in what a run reported: results decide their exercises, a cell that cannot finish is left
-    out of later runs, a ``tampered`` report decides the whole submission.
+    out of later runs, a tampered report decides the whole submission.
 
     Returns:
-        The ``stage`` message of the cell or check the run was in when it ended, if any.
+        The stage message of the cell or check the run was in when it ended, if any.
     """
-    stage: Optional[dict] = None
+    stage: Optional[StageMessage] = None
     for message in run.messages:
-        kind = message["t"]
-        if kind == Kind.STAGE:
+        if isinstance(message, StageMessage):
             stage = message
-        elif kind == Kind.CELL:
+        elif isinstance(message, CellMessage):
             stage = None
-            error = message.get("error") or {}
-            if error.get("kind") in FATAL_CELL_ERRORS:
-                skip.add(message["index"])  # it cannot finish: later runs leave it out
-            if error and message.get("exercise") == OWN_CELL:
-                g.events.append(f"cell {message['index'] + 1} of the learner's own failed ({error.get('kind')})")
-        elif kind == Kind.RESULT and message.get("exercise") in to_check:
+            error = message.error
+            if error and error.kind in FATAL_CELL_ERRORS:
+                skip.add(message.index)  # it cannot finish: later runs leave it out
+            if error and message.exercise == OWN_CELL:
+                g.events.append(f"cell {message.index + 1} of the learner's own failed ({error.kind.value})")
+        elif isinstance(message, ResultMessage) and message.exercise in to_check:
             stage = None
-            code = str(message.get("code") or "")
-            g.decided[message["exercise"]] = Decision(str(message.get("status")), str(message.get("feedback")),
-                                                      code if misconceptions.CODE.match(code) else "",
-                                                      message.get("points", 0))   # clamped by _grade_of
-        elif kind == Kind.TAMPERED:
-            changed = [str(c) for c in message.get("changed", [])]
+            code = message.code
+            g.decided[message.exercise] = Decision(message.status, message.feedback,
+                                                   code if misconceptions.CODE.match(code) else "",
+                                                   message.points)   # clamped by _grade_of
+        elif isinstance(message, TamperedMessage):
+            changed = list(message.changed)
             what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-            where = (f" (in {_cell_name(stage)})" if stage and stage["stage"] == Stage.CELL
-                     else f" (while {stage['exercise']} was being checked)" if stage else "")
+            where = (f" (in {_cell_name(stage)})" if stage and stage.stage == Stage.CELL
+                     else f" (while {stage.exercise} was being checked)" if stage else "")
             g.end(f"Not graded: the submission changes {what}{where}. Answer cells must leave course_utils and "
                   "PyTorch as they are.", "tampering", misconceptions.TAMPERING)
             return stage
     return stage
 
 
-def _whole_run_lost(g: _Grading, run: Run, stage: Optional[dict]) -> bool:
+def _whole_run_lost(g: _Grading, run: Run, stage: Optional[StageMessage]) -> bool:
     """Decide the whole submission when nothing the run did can be trusted: it tampered, but its report
     was silenced, or its supervisor was killed (how far it got after that depends on timing)."""
     if run.end == End.TAMPERED:  # found by the worker, but its report was silenced
-        where = (f" (while {stage['exercise']} was being {'run' if stage['stage'] == Stage.CELL else 'checked'})"
+        where = (f" (while {stage.exercise} was being {'run' if stage.stage == Stage.CELL else 'checked'})"
                  if stage else "")
         g.end(f"Not graded: the submission changes what the grader relies on{where}, and kept the grader from "
               "reading what. Answer cells must leave course_utils, PyTorch and the grader's files as they are.",
@@ -303,7 +306,7 @@ def _whole_run_lost(g: _Grading, run: Run, stage: Optional[dict]) -> bool:
     return g.final is not None
 
 
-def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], skip: set[int]) -> bool:
+def _blame(g: _Grading, run: Run, stage: Optional[StageMessage], to_check: list[str], skip: set[int]) -> bool:
     """Decide what a run that ended early leaves undecided: the exercise of the stage it ended in (a cell
     of the learner's own is left out of later runs, and the answers that need it say so), or, when nothing
     can be blamed on one exercise, all that is left (not graded, and that is final).
@@ -316,7 +319,7 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
     if run.end == End.DONE:
         why, event = "no result came back from its process", "results lost"
     elif run.end == End.ERROR and stage is None:
-        why, event = f"the grader failed ({run.messages[-1].get('message')})", "grader error"
+        why, event = f"the grader failed ({grader_error(run)})", "grader error"
     elif not run.ready:
         why = (f"the grader could not start a process within {STARTUP_LIMIT:g} s" if run.end == End.TIMEOUT
                else f"its process ended before running any answer ({what})")
@@ -332,14 +335,14 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
         if left:
             g.events.append(event)
         return False
-    ex_id = stage["exercise"]
-    if stage["stage"] == Stage.CELL and ex_id == OWN_CELL:  # the answers that need it will say so
-        skip.add(stage["index"])
-        g.events.append(f"cell {stage['index'] + 1} of the learner's own: {event}")
+    ex_id = stage.exercise
+    if stage.stage == Stage.CELL and ex_id == OWN_CELL:  # the answers that need it will say so
+        skip.add(stage.index)
+        g.events.append(f"cell {stage.index + 1} of the learner's own: {event}")
         return True
     out_of_time = run.end in (End.TIMEOUT, End.STUCK)
-    if stage["stage"] == Stage.CELL:
-        skip.add(stage["index"])
+    if stage.stage == Stage.CELL:
+        skip.add(stage.index)
         g.decided.setdefault(ex_id, _failed(f"Your answer cell {what}.", misconceptions.TIMEOUT if out_of_time
                                             else misconceptions.CELL_ERROR))
     else:
@@ -349,11 +352,11 @@ def _blame(g: _Grading, run: Run, stage: Optional[dict], to_check: list[str], sk
     return True
 
 
-def _cell_name(stage: dict) -> str:
-    """How a ``stage`` message's cell is named in a note: an exercise's answer cell, or one of the learner's own."""
-    if stage["exercise"] == OWN_CELL:
-        return f"cell {stage['index'] + 1}, a cell of the learner's own that the answers use"
-    return f"the answer cell of {stage['exercise']}"
+def _cell_name(stage: StageMessage) -> str:
+    """How a stage message's cell is named in a note: an exercise's answer cell, or one of the learner's own."""
+    if stage.exercise == OWN_CELL:
+        return f"cell {stage.index + 1}, a cell of the learner's own that the answers use"
+    return f"the answer cell of {stage.exercise}"
 
 
 def _own_cells(nb: dict, answers: list[AnswerCell], exercises: list[str], events: list[str]) -> list[AnswerCell]:
@@ -402,7 +405,6 @@ def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1,
         The grades, sorted by submission path (whatever order they finished in).
     """
     batch = _Batch(paths, limits, lesson, on_grade)
-    CANCELLED.clear()
     if paths:  # started from this thread, so that it lives as long as this thread (see ForkServer)
         with contextlib.suppress(OSError):  # if it cannot start, each submission says so
             fork_server()
@@ -417,6 +419,7 @@ class _Batch:
     def __init__(self, paths: Sequence[str], limits: Limits, lesson: Optional[str],
                  on_grade: Optional[Callable[[SubmissionGrade], None]]) -> None:
         self.paths, self.limits, self.lesson, self.on_grade = paths, limits, lesson, on_grade
+        self.cancelled = threading.Event()  # set when the batch is interrupted: start no more workers
         self.grades: list[SubmissionGrade] = []
         self.same_file: dict[str, list[str]] = {}  # the file a path leads to -> the paths given for it
         for path in paths:
@@ -425,7 +428,7 @@ class _Batch:
     def grade(self, path: str, lesson: Optional[str]) -> SubmissionGrade:
         """:func:`grade_notebook`; a bug in the grader must not stop the batch, nor lose the rows."""
         try:
-            return grade_notebook(path, self.limits, lesson)
+            return grade_notebook(path, self.limits, lesson, cancelled=self.cancelled)
         except Exception as e:
             lesson = lesson or _safe_lesson(path)
             return _grade_of(path, lesson_exercises(lesson) if lesson else [], {},
@@ -457,7 +460,7 @@ class _Batch:
                 if on_progress:
                     on_progress(done, len(futures))
         except BaseException:  # Ctrl-C: drop the queue and kill the running workers, then stop
-            CANCELLED.set()
+            self.cancelled.set()
             pool.shutdown(wait=False, cancel_futures=True)
             stop_server()
             raise

@@ -68,14 +68,11 @@ from torch._C import (_len_torch_dispatch_stack, _len_torch_function_stack, _pop
 
 from course_utils import exercises
 
-#: Module globals that course code itself rebinds when a learner legitimately calls it, and
-#: attributes PyTorch rebinds in normal use (``torch.set_default_dtype`` sets ``torch.Storage``).
-_UNWATCHED = frozenset({"course_utils.mismatch._REGISTERED", "course_utils.standin._note_pending",
-                        "course_utils.simdevice._note_pending", "course_utils.simdevice._current", "torch.Storage"})
+#: Attributes PyTorch rebinds in normal use (``torch.set_default_dtype`` sets ``torch.Storage``), by module. What
+#: course code changes when a learner legitimately calls it, each course module declares (:meth:`Snapshot.allow`).
+_UNWATCHED_NAMES = {"torch": frozenset({"Storage"})}
 #: Caches Python itself adds to modules and classes (warnings, pickling).
 _CACHES = frozenset({"__warningregistry__", "__slotnames__"})
-_UNWATCHED_NAMES = {prefix: frozenset(n.rpartition(".")[2] for n in _UNWATCHED if n.rpartition(".")[0] == prefix)
-                    for prefix in {n.rpartition(".")[0] for n in _UNWATCHED}}
 #: Modules whose functions, classes and submodules must not change (data attributes may): what the
 #: checks and this grader call.
 _WATCHED_MODULES = ("builtins", "torch", "torch._C", "torch.nn", "torch.nn.functional", "torch.accelerator",
@@ -87,10 +84,6 @@ _WATCHED_MODULES = ("builtins", "torch", "torch._C", "torch.nn", "torch.nn.funct
 #: Classes whose attributes must not change, be added or be removed.
 _WATCHED_CLASSES = {"torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
                     "torch.nn.Module": torch.nn.Module, "torch.nn.Parameter": torch.nn.Parameter}
-#: The course's own tables whose contents may change: the registry (watched entry by entry), a
-#: check's scratch list, and the learner's progress in this process.
-_CHANGING_TABLES = frozenset({"course_utils.exercises._REGISTRY", "course_utils.lessons.l03_to_device._Watched.calls",
-                              "course_utils.store._SESSION"})
 #: Containers whose contents are watched (see :func:`_contents`), and how deep.
 _TABLES = (dict, list, set, tuple)
 _TABLE_DEPTH = 4
@@ -133,12 +126,23 @@ class Snapshot:
         self.functions: list[tuple[types.FunctionType, Any, Any, Any]] = []
         self.tables: list[tuple[Any, list]] = []
         self.sys_modules = sys.modules
+        self.rebound = dict(_UNWATCHED_NAMES)  # module -> the globals it rebinds (not watched)
+        self.changing: dict[int, Any] = {}  # id -> a table whose contents are not watched (and its declaration)
+
+    def allow(self, name: str, module: types.ModuleType) -> None:
+        """Take in what course module ``name`` declares may change in normal use (before any module is recorded):
+        ``REBOUND``, the globals it rebinds, and ``CHANGING``, its tables whose contents change (not their names)."""
+        declared = vars(module)
+        self.rebound[name] = frozenset(declared.get("REBOUND", ()))
+        if "CHANGING" in declared:
+            for table in (declared["CHANGING"], *declared["CHANGING"]):   # the declaration holds them too
+                self.changing[id(table)] = table
 
     def add_namespace(self, prefix: str, namespace: Any, *, strict: bool, tables: bool = False) -> None:
         """Record ``namespace`` (a module's ``__dict__`` or a class's ``vars()``: live, read again by
         :meth:`unchanged`); ``strict`` records data too, and ``tables`` what its dicts, lists, sets and tuples hold
         (and its functions' defaults)."""
-        skip = _CACHES | _UNWATCHED_NAMES.get(prefix, frozenset())
+        skip = _CACHES | self.rebound.get(prefix, frozenset())
         names = [n for n in list(namespace) if n not in skip]
         keys = None
         if strict:  # a submodule imported later appears in its package: not a change
@@ -167,7 +171,7 @@ class Snapshot:
             for attr in ("__defaults__", "__kwdefaults__"):
                 self.add(f"{name}.{attr}", getattr(value, attr), tables=tables)
         elif (tables and kind in _TABLES and (kind is not tuple or any(type(v) in _TABLES for v in value))
-              and name not in _CHANGING_TABLES and not name.endswith(".__builtins__")):
+              and id(value) not in self.changing and not name.endswith(".__builtins__")):
             self.contents[name] = _contents(value)
             self.tables.append((value, self.contents[name]))
 
@@ -196,9 +200,10 @@ def take_snapshot() -> Snapshot:
     the standard library that checks rely on (functions, classes and modules)."""
     snap = Snapshot()
     modules = []   # (name, module): sys.modules's entries recorded, read again by Snapshot.unchanged
-    for name, module in sorted(sys.modules.items()):
-        if name != "course_utils" and not name.startswith("course_utils."):
-            continue
+    course = [(n, m) for n, m in sorted(sys.modules.items()) if n == "course_utils" or n.startswith("course_utils.")]
+    for name, module in course:
+        snap.allow(name, module)
+    for name, module in course:
         snap.add(f"sys.modules[{name!r}]", module)
         modules.append((name, module))
         snap.add_namespace(name, vars(module), strict=True, tables=True)

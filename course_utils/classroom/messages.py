@@ -1,12 +1,11 @@
 """The channel between a grading worker and the grader (one signed JSON message per line: each run
-has its own HMAC key, so a line the learner's code writes into the pipe is ignored), the names of
-what it carries and of how a run ends, and the feedback text made from them.
+has its own HMAC key, so a line the learner's code writes into the pipe is ignored), the job a worker
+is given, the names of what the channel carries and of how a run ends, and the feedback text made from them.
 
-A run's messages, in order (the ``t`` of each is a :class:`Kind`): ``ready``; per cell ``stage``
-(``stage`` :attr:`Stage.CELL`, ``index``, ``exercise``) then ``cell`` (``index``, ``exercise``, ``error``:
-``None`` or ``{"kind": CellError, "message": ...}``); after an exercise's last cell ``stage``
-(:attr:`Stage.CHECK`, ``exercise``) then ``result`` (``exercise``, ``status``, ``feedback``); ``done``.
-``tampered`` (``changed``: what changed) ends a run early, as does ``error`` (``message``).
+A run's messages, in order (one class each, its :class:`Kind` the ``t`` of its JSON): :class:`ReadyMessage`;
+per cell a :class:`StageMessage` (:attr:`Stage.CELL`) then a :class:`CellMessage`; after an exercise's last
+cell a :class:`StageMessage` (:attr:`Stage.CHECK`) then a :class:`ResultMessage`; :class:`DoneMessage`.
+A :class:`TamperedMessage` (what changed) ends a run early, as does an :class:`ErrorMessage`.
 """
 from __future__ import annotations
 
@@ -15,8 +14,9 @@ import hmac
 import json
 import os
 import re
+from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import ClassVar, Optional, Sequence, Union
 
 from ..text import shorten
 
@@ -77,22 +77,158 @@ def frame(message: bytes) -> bytes:
     return b"\n" + message + b"\n"
 
 
-def sign(key: bytes, message: dict) -> bytes:
-    """Encode a worker message as ``<hex HMAC-SHA256> <JSON>``."""
-    data = json.dumps(message, sort_keys=True).encode()
+@dataclass(frozen=True)
+class CellFailure:
+    """How an answer cell failed: the ``error`` of a :class:`CellMessage`."""
+
+    kind: CellError
+    message: str
+
+
+@dataclass(frozen=True)
+class ReadyMessage:
+    """Learner code is about to run."""
+
+    kind: ClassVar[Kind] = Kind.READY
+
+
+@dataclass(frozen=True)
+class StageMessage:
+    """A cell (``index``: its position in the notebook) or an exercise's check starts."""
+
+    kind: ClassVar[Kind] = Kind.STAGE
+    stage: Stage
+    exercise: str
+    index: Optional[int] = None  # None for a check
+
+
+@dataclass(frozen=True)
+class CellMessage:
+    """A cell ended: ``error`` says how it failed, ``None`` when it ran to its end."""
+
+    kind: ClassVar[Kind] = Kind.CELL
+    index: int
+    exercise: str
+    error: Optional[CellFailure]
+
+
+@dataclass(frozen=True)
+class ResultMessage:
+    """An exercise's check ended: its status, feedback, misconception ``code`` and the ``points`` the check
+    gave an answer that did not pass (part marks; 0 when the check did not run)."""
+
+    kind: ClassVar[Kind] = Kind.RESULT
+    exercise: str
+    status: str
+    feedback: str
+    code: str = ""
+    points: int = 0
+
+
+@dataclass(frozen=True)
+class TamperedMessage:
+    """What the checks rely on changed (``changed``: what): the run ends."""
+
+    kind: ClassVar[Kind] = Kind.TAMPERED
+    changed: Sequence[str]  # a tuple once received
+
+
+@dataclass(frozen=True)
+class ErrorMessage:
+    """The grader itself failed: the run ends."""
+
+    kind: ClassVar[Kind] = Kind.ERROR
+    message: str
+
+
+@dataclass(frozen=True)
+class DoneMessage:
+    """Every cell ran and every exercise was checked."""
+
+    kind: ClassVar[Kind] = Kind.DONE
+
+
+Message = Union[ReadyMessage, StageMessage, CellMessage, ResultMessage, TamperedMessage, ErrorMessage, DoneMessage]
+
+
+def _failure(error: Optional[dict]) -> Optional[CellFailure]:
+    return None if error is None else CellFailure(CellError(error["kind"]), str(error["message"]))
+
+
+def _parse(data: dict) -> Message:
+    """The typed message a decoded JSON object is.
+
+    Raises:
+        KeyError, ValueError, TypeError: it is no message of the protocol.
+    """
+    kind = Kind(data["t"])
+    if kind is Kind.STAGE:
+        stage = Stage(data["stage"])
+        return StageMessage(stage, str(data["exercise"]), None if stage is Stage.CHECK else int(data["index"]))
+    if kind is Kind.CELL:
+        return CellMessage(int(data["index"]), str(data["exercise"]), _failure(data.get("error")))
+    if kind is Kind.RESULT:
+        points = data.get("points", 0)
+        return ResultMessage(str(data["exercise"]), str(data.get("status")), str(data.get("feedback")),
+                             str(data.get("code") or ""), points if type(points) is int else 0)
+    if kind is Kind.TAMPERED:
+        return TamperedMessage(tuple(str(c) for c in data.get("changed", [])))
+    if kind is Kind.ERROR:
+        return ErrorMessage(str(data.get("message")))
+    return ReadyMessage() if kind is Kind.READY else DoneMessage()
+
+
+def sign(key: bytes, message: Message) -> bytes:
+    """Encode a worker message as ``<hex HMAC-SHA256> <JSON>`` (the JSON: its fields, and its kind as ``t``).
+    Plain ``vars``, not ``dataclasses.asdict``: that copies values with :mod:`copy`, which the tamper check does
+    not watch."""
+    data = json.dumps({"t": message.kind, **vars(message)}, sort_keys=True, default=vars).encode()
     return hmac.new(key, data, hashlib.sha256).hexdigest().encode() + b" " + data
 
 
-def unsign(key: bytes, raw: bytes) -> Optional[dict]:
-    """The message in ``raw`` if its signature is right, else ``None`` (forgeries are ignored)."""
+def unsign(key: bytes, raw: bytes) -> Optional[Message]:
+    """The message in ``raw`` if its signature is right and it is a message of the protocol, else ``None``
+    (forgeries, and anything malformed, are ignored)."""
     mac, _, data = raw.partition(b" ")
     if not hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).hexdigest().encode()):
         return None
     try:
         message = json.loads(data)
-    except ValueError:
+        return _parse(message) if isinstance(message, dict) else None
+    except (KeyError, ValueError, TypeError):
         return None
-    return message if isinstance(message, dict) and "t" in message else None
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker is asked to do: run ``cells`` (``(index, exercise id, source)`` in notebook order), checking
+    each exercise of ``check`` after its last cell, within these limits (seconds, MB); ``key`` signs its messages,
+    ``tmp`` is the run's temporary folder and ``assessed`` the grader's mode."""
+
+    key: bytes
+    cells: tuple[tuple[int, str, str], ...]
+    check: tuple[str, ...]
+    cell_timeout: float
+    check_timeout: float
+    memory_mb: int
+    tmp: str = ""
+    assessed: bool = False
+
+    def to_json(self) -> bytes:
+        """The job as the worker reads it from its pipe."""
+        return json.dumps({**vars(self), "key": self.key.hex()}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "Job":
+        """The job :meth:`to_json` wrote.
+
+        Raises:
+            KeyError, ValueError, TypeError: it is not one.
+        """
+        job = json.loads(data)
+        return cls(bytes.fromhex(job["key"]), tuple((int(i), str(e), str(s)) for i, e, s in job["cells"]),
+                   tuple(str(e) for e in job["check"]), job["cell_timeout"], job["check_timeout"],
+                   int(job["memory_mb"]), str(job.get("tmp", "")), bool(job.get("assessed")))
 
 
 # --- the status pipe: the run's supervisor says which processes are the run's, then how the worker ended

@@ -4,7 +4,6 @@ is gone. See :mod:`course_utils.classroom` for the design."""
 from __future__ import annotations
 
 import atexit
-import json
 import math
 import os
 import secrets
@@ -23,7 +22,8 @@ from typing import Callable, Optional
 
 from .. import modes
 from . import processes as procs
-from .messages import TAMPERED_EXIT, End, Kind, Stage, read_status, unsign
+from .messages import (TAMPERED_EXIT, CellMessage, DoneMessage, End, ErrorMessage, Job, Message, ReadyMessage,
+                       ResultMessage, Stage, StageMessage, TamperedMessage, read_status, unsign)
 from .submissions import AnswerCell
 
 
@@ -108,14 +108,17 @@ class ForkServer:
 
 _SERVER: Optional[ForkServer] = None
 _SERVER_LOCK = threading.Lock()
-CANCELLED = threading.Event()  # set when a batch is interrupted: start no more workers
 
 
-def fork_server() -> ForkServer:
-    """The fork server, started on first use (and again if it died)."""
+def fork_server(cancelled: Optional[threading.Event] = None) -> ForkServer:
+    """The fork server, started on first use (and again if it died).
+
+    Raises:
+        RuntimeError: ``cancelled`` is set (the grading it is for was interrupted: start no more workers).
+    """
     global _SERVER
     with _SERVER_LOCK:
-        if CANCELLED.is_set():
+        if cancelled is not None and cancelled.is_set():
             raise RuntimeError("grading was interrupted")
         if _SERVER is None or not _SERVER.alive():
             if _SERVER is not None:
@@ -138,7 +141,7 @@ def stop_server() -> None:
 class Run:
     """What one worker run sent (:mod:`course_utils.classroom.messages`), and how it ended."""
 
-    messages: list[dict] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     end: Optional[End] = None  # None until it has ended
     ready: bool = False
     exitcode: Optional[int] = None  # negative: killed by that signal; None: unknown
@@ -175,20 +178,21 @@ def _remove_folder(path: str) -> None:
         shutil.rmtree(path, onerror=retry)
 
 
-def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
+def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits,
+               cancelled: Optional[threading.Event] = None) -> Run:
     """Run one worker to its end, collecting its signed messages (see :func:`_run_once`).
 
     A run that never reached learner code (the fork server was killed or broken, e.g. by another
     submission) is tried once more, with a fresh server if the old one has gone: no learner code
-    ran, so the outcome cannot depend on it.
+    ran, so the outcome cannot depend on it. Neither starts once ``cancelled`` (the grading's) is set.
     """
-    run = _run_once(cells, check, limits)
-    if not run.ready and not run.messages and not CANCELLED.is_set():
-        run = _run_once(cells, check, limits)
+    run = _run_once(cells, check, limits, cancelled)
+    if not run.ready and not run.messages and not (cancelled is not None and cancelled.is_set()):
+        run = _run_once(cells, check, limits, cancelled)
     return run
 
 
-def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
+def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits, cancelled: Optional[threading.Event]) -> Run:
     """Run one worker to its end, collecting its signed messages; then kill every process the run
     started and remove its temporary folder.
 
@@ -208,7 +212,7 @@ def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
     server: Optional[ForkServer] = None
     try:
         try:
-            server = fork_server()
+            server = fork_server(cancelled)
             server.request([job_r, channel_w, status_w])
         except OSError:  # the server went away: nothing ran, the caller tries again
             server = None
@@ -222,10 +226,9 @@ def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits) -> Run:
             os.close(job_w)
             run.end = End.EXIT
             return run
-        job = {"key": key.hex(), "cells": cells, "check": check, "cell_timeout": limits.cell_timeout,
-               "check_timeout": limits.check_timeout, "memory_mb": limits.memory_mb, "tmp": tmp,
-               "assessed": modes.assessed()}   # the grader's mode when it starts the run, not the server's
-        threading.Thread(target=_write_all, args=(job_w, json.dumps(job).encode()), daemon=True).start()
+        job = Job(key, tuple(cells), tuple(check), limits.cell_timeout, limits.check_timeout, limits.memory_mb, tmp,
+                  modes.assessed())   # the grader's mode when it starts the run, not the server's
+        threading.Thread(target=_write_all, args=(job_w, job.to_json()), daemon=True).start()
         _Follower(run, key, channel_r, status_r, server, limits).follow()
         if not run.end and run.ready and run.exitcode == TAMPERED_EXIT:  # its report could not arrive
             run.end = End.TAMPERED
@@ -316,17 +319,16 @@ class _Follower:
         if message is None:  # not from the worker, or mangled: ignored
             return
         run.messages.append(message)
-        kind = message["t"]
-        if kind == Kind.STAGE:
-            limit = self.limits.cell_timeout if message.get("stage") == Stage.CELL else self.limits.check_timeout
+        if isinstance(message, StageMessage):
+            limit = self.limits.cell_timeout if message.stage == Stage.CELL else self.limits.check_timeout
             self.stage_deadline = time.monotonic() + 1.25 * limit + STAGE_GRACE
-        elif kind in (Kind.CELL, Kind.RESULT):
+        elif isinstance(message, (CellMessage, ResultMessage)):
             self.stage_deadline = math.inf
-        if kind == Kind.READY and not run.ready:
+        if isinstance(message, ReadyMessage) and not run.ready:
             run.ready, self.deadline = True, time.monotonic() + self.limits.timeout
             self.baseline = procs.run_memory([run.worker]) if run.worker else None
-        elif kind in (Kind.DONE, Kind.TAMPERED, Kind.ERROR) and not run.end:
-            run.end = End(kind)
+        elif isinstance(message, (DoneMessage, TamperedMessage, ErrorMessage)) and not run.end:
+            run.end = End(message.kind)
 
     def watch(self) -> None:
         """Resume the server and the supervisor if stopped; note a worker that has gone; enforce the
@@ -371,6 +373,12 @@ def _end_run(run: Run, everything: bool) -> None:
     procs.kill_until_gone(left)
 
 
+def grader_error(run: Run) -> Optional[str]:
+    """What the grader's failure was, as the run's last message (:class:`ErrorMessage`) says; else ``None``."""
+    last = run.messages[-1] if run.messages else None
+    return last.message if isinstance(last, ErrorMessage) else None
+
+
 def how_it_ended(run: Run, limits: Limits) -> tuple[str, str]:
     """(What the process did, as a phrase; a short event name for the summary)."""
     if run.end == End.TIMEOUT:
@@ -385,7 +393,7 @@ def how_it_ended(run: Run, limits: Limits) -> tuple[str, str]:
     if run.end == End.PROCESSES:
         return f"started more than {MAX_PROCESSES} processes at once, and was stopped", "too many processes"
     if run.end == End.ERROR:
-        return f"could not be run by the grader ({run.messages[-1].get('message')})", "grader error"
+        return f"could not be run by the grader ({grader_error(run)})", "grader error"
     code = run.exitcode
     if code is None:
         if run.supervisor_lost:

@@ -26,7 +26,6 @@ import contextlib
 import gc
 import importlib
 import inspect
-import json
 import math
 import os
 import pkgutil
@@ -52,8 +51,10 @@ from course_utils import exercises, misconceptions, modes  # noqa: E402
 from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
                                            prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
                                            type_name, verify)
-from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, Kind, Stage,  # noqa: E402
-                                            exit_line, frame, session_line, sign)
+from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, CellFailure,  # noqa: E402
+                                            CellMessage, DoneMessage, ErrorMessage, Job, Message, ReadyMessage,
+                                            ResultMessage, Stage, StageMessage, TamperedMessage, exit_line, frame,
+                                            session_line, sign)
 from course_utils.classroom.submissions import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
 from course_utils.device import warm_up  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
@@ -172,18 +173,17 @@ def _line(e: BaseException, filename: str) -> str:
 
 
 def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory_mb: int,
-             guard: ReferenceGuard) -> dict | None:
+             guard: ReferenceGuard) -> Optional[CellFailure]:
     """Execute one answer cell in ``namespace`` within ``seconds``.
 
     Returns:
-        ``None`` if it ran to the end, else ``{"kind": ..., "message": ...}`` with ``kind`` a
-        :class:`~course_utils.classroom.messages.CellError`.
+        ``None`` if it ran to the end, else how it failed.
     """
     try:
         code = _compile(source, filename, guard)
     except SyntaxError as e:
-        return {"kind": CellError.SYNTAX, "message": f"Your answer cell has a syntax error{_line(e, filename)}: "
-                                                     f"{safe_repr(e.msg, 200)}."}
+        return CellFailure(CellError.SYNTAX, f"Your answer cell has a syntax error{_line(e, filename)}: "
+                                             f"{safe_repr(e.msg, 200)}.")
     ipython = _NoIPython(lambda body: _exec(_compile(body, filename, guard), namespace))
     namespace["get_ipython"] = lambda: ipython  # what IPython's transformer turns magics into
     before = set(namespace)
@@ -191,17 +191,16 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
         with exercises.time_limit(seconds):
             _exec(code, namespace)
     except TimeLimit:
-        return {"kind": CellError.TIMEOUT, "message": f"Your answer cell did not finish within {seconds:g} s and "
-                                                      "was stopped. Look for a loop that never ends outside your "
-                                                      "function."}
+        return CellFailure(CellError.TIMEOUT, f"Your answer cell did not finish within {seconds:g} s and was "
+                                              "stopped. Look for a loop that never ends outside your function.")
     except BaseException as e:  # anything the learner's code raises, SystemExit and KeyboardInterrupt included
         if _is_memory_error(e):
             _forget(namespace, before)
-            return {"kind": CellError.MEMORY, "message": f"Your answer cell ran out of memory (the limit is "
-                                                         f"{memory_mb} MB) and was stopped."}
+            return CellFailure(CellError.MEMORY, f"Your answer cell ran out of memory (the limit is {memory_mb} MB) "
+                                                 "and was stopped.")
         message = "called sys.exit()" if issubclass(type(e), SystemExit) else \
             f"raised {type_name(e)}{_line(e, filename)}: {safe_repr(_text(e), 200)}"
-        return {"kind": CellError.EXCEPTION, "message": f"Your answer cell {message}."}
+        return CellFailure(CellError.EXCEPTION, f"Your answer cell {message}.")
     return None
 
 
@@ -212,33 +211,32 @@ def _forget(namespace: dict, before: set) -> None:
     gc.collect()
 
 
-def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: ReferenceGuard,
-                 start: list[Any], timeout: float | None = None) -> dict:
+def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure], guard: ReferenceGuard,
+                 start: list[Any], timeout: float | None = None) -> ResultMessage:
     """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's
-    default when ``None``); returns ``{"status", "feedback", "code"}`` (``code``: the misconception), and ``points``
-    when the check ran (part marks for an answer that did not pass).
+    default when ``None``); the result carries the misconception ``code``, and ``points`` when the check ran
+    (part marks for an answer that did not pass).
 
     The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
     hostile ``__str__``), fails this exercise only.
     """
     ex = exercises.get_exercise(ex_id)
-    if cell_error and cell_error["kind"] in FATAL_CELL_ERRORS:
-        timed_out = cell_error["kind"] == CellError.TIMEOUT
-        return {"status": FAILED, "feedback": cell_error["message"],
-                "code": misconceptions.TIMEOUT if timed_out else misconceptions.CELL_ERROR}
+    if cell_error and cell_error.kind in FATAL_CELL_ERRORS:
+        timed_out = cell_error.kind == CellError.TIMEOUT
+        return ResultMessage(ex_id, FAILED, cell_error.message,
+                             misconceptions.TIMEOUT if timed_out else misconceptions.CELL_ERROR)
     answer = namespace.get(ex.name, _MISSING)
     if answer is _MISSING:
-        prefix = cell_error["message"] + " " if cell_error else "Your answer cell does not define "
-        return {"status": FAILED, "feedback": prefix + (f"`{ex.name}` is not defined." if cell_error
-                                                        else f"`{ex.name}`."), "code": misconceptions.MISSING}
-    uses_reference = {"status": FAILED, "feedback": f"`{ex.name}` uses a course reference solution (your code calls "
-                                                    "one, or runs a copy of its code): write your own code.",
-                      "code": misconceptions.REFERENCE}
+        prefix = cell_error.message + " " if cell_error else "Your answer cell does not define "
+        missing = f"`{ex.name}` is not defined." if cell_error else f"`{ex.name}`."
+        return ResultMessage(ex_id, FAILED, prefix + missing, misconceptions.MISSING)
+    uses_reference = ResultMessage(ex_id, FAILED, f"`{ex.name}` uses a course reference solution (your code calls "
+                                                  "one, or runs a copy of its code): write your own code.",
+                                   misconceptions.REFERENCE)
     if guard.is_reference(answer):
-        return {"status": FAILED, "feedback": f"`{ex.name}` is a course reference solution (imported, wrapped or "
-                                              "copied from course_utils), not your own code.",
-                "code": misconceptions.REFERENCE}
+        return ResultMessage(ex_id, FAILED, f"`{ex.name}` is a course reference solution (imported, wrapped or "
+                                            "copied from course_utils), not your own code.", misconceptions.REFERENCE)
     if ex_id in guard.flagged or OWN_CELL in guard.flagged:  # its answer cell (or a cell of the learner's own
         return uses_reference                                 # that the answers use) ran a copy of a reference
     if taken := _took_frames(guard, ex_id):
@@ -248,27 +246,26 @@ def check_answer(ex_id: str, namespace: dict, cell_error: dict | None, guard: Re
             result = exercises.check(ex_id, answer, timeout=timeout)
         status, feedback, code, points = str(result.status), str(result.feedback), str(result.code), result.points
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
-        return {"status": FAILED, "feedback": f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, "
-                                              "which ended the check. Make sure it returns normally.",
-                "code": misconceptions.RAISED}
+        return ResultMessage(ex_id, FAILED, f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, which "
+                                            "ended the check. Make sure it returns normally.", misconceptions.RAISED)
     if ex_id in guard.flagged or OWN_CELL in guard.flagged:
         return uses_reference
     if taken := _took_frames(guard, ex_id):
         return taken
     if cell_error:
-        feedback += f" (Note: {cell_error['message'][0].lower()}{cell_error['message'][1:]})"
-    return {"status": status, "feedback": feedback, "code": code, "points": points}
+        feedback += f" (Note: {cell_error.message[0].lower()}{cell_error.message[1:]})"
+    return ResultMessage(ex_id, status, feedback, code, points)
 
 
-def _took_frames(guard: ReferenceGuard, ex_id: str) -> dict | None:
+def _took_frames(guard: ReferenceGuard, ex_id: str) -> Optional[ResultMessage]:
     """The failing result of an exercise whose code (or a cell of the learner's own) took a frame of the
     call stack at run time (:meth:`ReferenceGuard.note_frame_access`), else ``None``."""
     what = guard.frames_read.get(ex_id) or guard.frames_read.get(OWN_CELL)
     if what is None:
         return None
-    return {"status": FAILED, "feedback": f"Not graded: your code took a frame of the call stack while it ran "
-                                          f"(`{what}`), and the checker keeps the expected answers there. Solve "
-                                          "the exercise with your own code.", "code": misconceptions.CALL_STACK}
+    return ResultMessage(ex_id, FAILED, f"Not graded: your code took a frame of the call stack while it ran "
+                                        f"(`{what}`), and the checker keeps the expected answers there. Solve the "
+                                        "exercise with your own code.", misconceptions.CALL_STACK)
 
 
 def _isolate(memory_mb: int) -> None:
@@ -353,47 +350,45 @@ def notebook_namespace() -> dict:
     return namespace
 
 
-def main(channel: int, key: bytes, job: dict, pristine: Optional[Pristine] = None) -> None:
+def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
     """Grade one submission's answer cells; the process ends here.
 
     Args:
         channel: file descriptor of the pipe to the grader.
-        key: the HMAC key for this run.
-        job: ``cells`` (``[index, exercise id, source]`` in notebook order), ``check`` (exercise ids),
-            ``cell_timeout``, ``check_timeout`` (seconds) and ``memory_mb``.
+        job: the cells, the exercises to check, the limits, and the HMAC key for this run.
         pristine: the state to start from, made by the fork server (:func:`_pristine`); else made here.
 
     The cells run in order; each exercise of ``check`` is checked right after its last cell (one
     without cells, at the end). The messages sent, and their order, are described in
     :mod:`course_utils.classroom.messages`.
     """
-    send = _sender(channel, key)
+    send = _sender(channel, job.key)
     killpg = os.killpg  # its own reference, as send's (see _sender)
     try:
-        _isolate(job["memory_mb"])
-        os.environ[modes.MODE_ENV] = modes.ASSESSED if job.get("assessed") else ""   # as the grader runs
+        _isolate(job.memory_mb)
+        os.environ[modes.MODE_ENV] = modes.ASSESSED if job.assessed else ""   # as the grader runs
         run = _Run(job, send, pristine)
-        send({"t": Kind.READY})
+        send(ReadyMessage())
         run.cells_and_checks()
-        send({"t": Kind.DONE})
+        send(DoneMessage())
         killpg(0, signal.SIGKILL)  # end with whatever the learner's code started (own group, see _isolate)
     except BaseException as e:  # the grader's own limits or bugs (learner code is contained in _Run)
         try:
             message = _text(e) if type(e) is GraderLimit else f"{type_name(e)}: {safe_repr(_text(e), 200)}"
-            send({"t": Kind.ERROR, "message": message})
+            send(ErrorMessage(message))
         except BaseException:
             pass
         os._exit(3)
     os._exit(0)  # skip interpreter shutdown: the learner's threads and atexit hooks do not run
 
 
-def _sender(channel: int, key: bytes) -> Callable[[dict], None]:
+def _sender(channel: int, key: bytes) -> Callable[[Message], None]:
     """``send(message)``: sign a message and write it to the grader's channel, on a line of its own.
     Made before any learner code runs, it holds its own references to what it calls: learner code
     cannot rebind them (rebinding module globals is detected, but only after the cell)."""
     write, signed, framed = os.write, sign, frame
 
-    def send(message: dict) -> None:
+    def send(message: Message) -> None:
         data = framed(signed(key, message))
         while data:
             data = data[write(channel, data):]
@@ -410,17 +405,17 @@ class _Run:
         send: :func:`_sender`'s ``send``.
     """
 
-    def __init__(self, job: dict, send: Callable[[dict], None], pristine: Optional[Pristine] = None) -> None:
+    def __init__(self, job: Job, send: Callable[[Message], None], pristine: Optional[Pristine] = None) -> None:
         self.job, self.send = job, send
         self.look, self.leave = verify, os._exit  # its own references, as send's
         self.namespace, self.guard, self.start, self.snap = pristine or _pristine()
-        self.cell_errors: dict[str, dict] = {}  # exercise -> the error of its answer cells that counts
+        self.cell_errors: dict[str, CellFailure] = {}  # exercise -> the error of its answer cells that counts
 
     def cells_and_checks(self) -> None:
         """Run the job's cells in order, checking each exercise of its ``check`` after its last cell;
         then check those that had no cell (the check says what is missing)."""
-        cells = [AnswerCell(*c) for c in self.job["cells"]]  # lists, as JSON carries them
-        to_check = list(self.job["check"])
+        cells = [AnswerCell(*c) for c in self.job.cells]
+        to_check = list(self.job.check)
         last = {cell.exercise: position for position, cell in enumerate(cells)}
         for position, cell in enumerate(cells):
             self.run_cell(cell)
@@ -432,28 +427,27 @@ class _Run:
 
     def run_cell(self, cell: AnswerCell) -> None:
         """Run one cell (:func:`run_cell`), verify, and report how it ended."""
-        self.send({"t": Kind.STAGE, "stage": Stage.CELL, "index": cell.index, "exercise": cell.exercise})
+        self.send(StageMessage(Stage.CELL, cell.exercise, cell.index))
         before = set(self.namespace)
         with self.guard.running(cell.exercise, checking=False):
-            error = run_cell(cell.source, f"<answer cell {cell.exercise}>", self.namespace, self.job["cell_timeout"],
-                             self.job["memory_mb"], self.guard)
+            error = run_cell(cell.source, f"<answer cell {cell.exercise}>", self.namespace, self.job.cell_timeout,
+                             self.job.memory_mb, self.guard)
         freed: list[bool] = []
         self.intact(lambda: (_forget(self.namespace, before), freed.append(True)))
         if freed:  # it left so much memory in use that checking needed it back
-            error = {"kind": CellError.MEMORY, "message": f"Your answer cell left so much memory in use (the limit "
-                                                          f"is {self.job['memory_mb']} MB) that it could not be "
-                                                          "graded."}
-        if error and (cell.exercise not in self.cell_errors or error["kind"] in FATAL_CELL_ERRORS):
+            error = CellFailure(CellError.MEMORY, f"Your answer cell left so much memory in use (the limit is "
+                                                  f"{self.job.memory_mb} MB) that it could not be graded.")
+        if error and (cell.exercise not in self.cell_errors or error.kind in FATAL_CELL_ERRORS):
             self.cell_errors[cell.exercise] = error
-        self.send({"t": Kind.CELL, "index": cell.index, "exercise": cell.exercise, "error": error})
+        self.send(CellMessage(cell.index, cell.exercise, error))
 
     def check(self, ex_id: str) -> None:
         """Check one exercise (:func:`check_answer`), verify, and report its result."""
-        self.send({"t": Kind.STAGE, "stage": Stage.CHECK, "exercise": ex_id})
-        outcome = check_answer(ex_id, self.namespace, self.cell_errors.get(ex_id), self.guard, self.start,
-                               self.job["check_timeout"])
+        self.send(StageMessage(Stage.CHECK, ex_id))
+        result = check_answer(ex_id, self.namespace, self.cell_errors.get(ex_id), self.guard, self.start,
+                              self.job.check_timeout)
         self.intact()  # before sending: a check run under patched code proves nothing
-        self.send({"t": Kind.RESULT, "exercise": ex_id, **outcome})
+        self.send(result)
 
     def intact(self, free: Callable[[], Any] = lambda: None) -> None:
         """End the run with a ``tampered`` report if anything the checks rely on changed (``free``: see
@@ -461,7 +455,7 @@ class _Run:
         changed = self.look(self.snap, free)
         if changed:
             try:
-                self.send({"t": Kind.TAMPERED, "changed": changed})
+                self.send(TamperedMessage(changed))
             finally:
                 self.leave(TAMPERED_EXIT)
 
@@ -506,12 +500,11 @@ def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[Pris
                 # the grader's own code between two steps.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 with os.fdopen(job_fd, "rb") as f:
-                    job = json.loads(f.read())
-                key = bytes.fromhex(job.pop("key"))
-                os.environ["COURSE_GRADE_TMP"] = str(job.pop("tmp", ""))  # for _isolate
+                    job = Job.from_json(f.read())
+                os.environ["COURSE_GRADE_TMP"] = job.tmp  # for _isolate
             except BaseException:
                 os._exit(4)
-            main(channel_fd, key, job, pristine)
+            main(channel_fd, job, pristine)
         os.close(job_fd)
         os.close(channel_fd)
         _write_status(status_fd, session_line(os.getpid(), worker))
@@ -532,11 +525,22 @@ def serve(control_fd: int) -> None:
     and killed. While runs are going, it resumes the grader if learner code stopped it (the grader
     does the same for the server).
     """
-    import time
-
     from course_utils.classroom import processes as procs
 
     control = socket.socket(fileno=control_fd)
+    pristine = _become_server()
+    me = os.getpid()
+    try:
+        _serve_requests(control, pristine)
+    finally:
+        procs.kill_until_gone(lambda: procs.below(me), reap=True)
+
+
+def _become_server() -> Optional[Pristine]:
+    """Make this process the fork server: signals, its place among the processes, and the state every run
+    starts from (``None`` where a GPU is: each run makes its own)."""
+    from course_utils.classroom import processes as procs
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle; it then closes the socket
     warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)  # torch's idle thread
     procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
@@ -549,42 +553,55 @@ def serve(control_fd: int) -> None:
         with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):  # cu.setup()'s banner
             pristine = _pristine()
     gc.freeze()  # what every run inherits: their collections need not visit (and copy) it
+    return pristine
+
+
+def _serve_requests(control: socket.socket, pristine: Optional[Pristine]) -> None:
+    """Fork a supervisor per request on ``control`` until the grader closes it; meanwhile reap them, resume the
+    grader if it was stopped and kill the orphans adopted here (see :func:`serve`)."""
+    import time
+
+    from course_utils.classroom import processes as procs
+
     grader, me = os.getppid(), os.getpid()
     supervisors: set[int] = set()
     next_look = busy_until = 0.0
-    try:
-        while True:
-            now = time.monotonic()
-            timeout = 0.05 if supervisors else (1.0 if now < busy_until else None)
-            readable, _, _ = select.select([control], [], [], timeout)
-            _reap(supervisors)
-            now = time.monotonic()
-            if supervisors:
-                procs.resume_if_stopped(grader)
-                busy_until = now + 5.0
-            if now < busy_until and now >= next_look:  # adopted orphans (their supervisor was killed)
-                next_look = now + 0.25
-                table = procs.process_table()
-                procs.signal_all({p.pid for p in table.values() if p.ppid == me and p.state not in "ZX"}
-                                 - supervisors)
-            if not readable:
-                continue
-            message, fds, _, _ = socket.recv_fds(control, 1, 3)
-            if not message:
-                return
-            if len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                _child(*fds, pristine)
-            supervisors.add(pid)
-            for fd in fds:
-                os.close(fd)
-    finally:
-        procs.kill_until_gone(lambda: procs.below(me), reap=True)
+    while True:
+        now = time.monotonic()
+        timeout = 0.05 if supervisors else (1.0 if now < busy_until else None)
+        readable, _, _ = select.select([control], [], [], timeout)
+        _reap(supervisors)
+        now = time.monotonic()
+        if supervisors:
+            procs.resume_if_stopped(grader)
+            busy_until = now + 5.0
+        if now < busy_until and now >= next_look:  # adopted orphans (their supervisor was killed)
+            next_look = now + 0.25
+            table = procs.process_table()
+            procs.signal_all({p.pid for p in table.values() if p.ppid == me and p.state not in "ZX"}
+                             - supervisors)
+        if readable and not _fork_supervisor(control, pristine, supervisors):
+            return
+
+
+def _fork_supervisor(control: socket.socket, pristine: Optional[Pristine], supervisors: set[int]) -> bool:
+    """Take one request from ``control`` and fork its supervisor (:func:`_child`), noted in ``supervisors``; a
+    request without its three pipes is dropped. Returns ``False`` when the grader has closed the socket."""
+    message, fds, _, _ = socket.recv_fds(control, 1, 3)
+    if not message:
+        return False
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return True
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        _child(*fds, pristine)
+    supervisors.add(pid)
+    for fd in fds:
+        os.close(fd)
+    return True
 
 
 def _reap(supervisors: set[int]) -> None:

@@ -224,6 +224,10 @@ class _Watched(torch.Tensor):
         return super().__torch_function__(func, types, args, kwargs or {})
 
 
+#: What changes while the learner works (the grader's tamper check allows it).
+CHANGING = (_Watched.calls,)
+
+
 def _watch(obj: Any) -> Any:
     """The same structure with every tensor replaced by a :class:`_Watched` view of it."""
     if isinstance(obj, torch.Tensor):

@@ -2,6 +2,8 @@
 writes into the grader's pipes does not."""
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -13,18 +15,61 @@ from course_utils.classroom import messages
 
 def test_forged_messages_are_rejected():
     key = b"k" * 32
-    message = {"t": "result", "exercise": "01.nbytes", "status": "passed", "feedback": ""}
+    message = messages.ResultMessage("01.nbytes", "passed", "")
     assert messages.unsign(key, messages.sign(key, message)) == message
     assert messages.unsign(key, messages.sign(b"x" * 32, message)) is None
-    assert messages.unsign(key, b"0" * 64 + b" " + json.dumps(message).encode()) is None
+    data = json.dumps({"t": "result", "exercise": "01.nbytes", "status": "passed", "feedback": ""}).encode()
+    assert messages.unsign(key, b"0" * 64 + b" " + data) is None
 
 
 def test_the_names_of_the_protocol_travel_as_plain_strings():
     key = b"k" * 32
-    sent = {"t": messages.Kind.STAGE, "stage": messages.Stage.CELL, "error": {"kind": messages.CellError.TIMEOUT}}
-    received = messages.unsign(key, messages.sign(key, sent))
-    assert received == {"t": "stage", "stage": "cell", "error": {"kind": "timeout"}}
-    assert received["t"] == messages.Kind.STAGE and received["error"]["kind"] in messages.FATAL_CELL_ERRORS
+    sent = messages.CellMessage(3, "01.nbytes", messages.CellFailure(messages.CellError.TIMEOUT, "too slow"))
+    signed = messages.sign(key, sent)
+    assert json.loads(signed.partition(b" ")[2]) == {"t": "cell", "index": 3, "exercise": "01.nbytes",
+                                                     "error": {"kind": "timeout", "message": "too slow"}}
+    received = messages.unsign(key, signed)
+    assert received == sent and received.error.kind in messages.FATAL_CELL_ERRORS
+
+
+@pytest.mark.parametrize("message", [
+    messages.ReadyMessage(), messages.StageMessage(messages.Stage.CELL, "01.nbytes", 2),
+    messages.StageMessage(messages.Stage.CHECK, "01.nbytes"), messages.CellMessage(2, "01.nbytes", None),
+    messages.ResultMessage("01.nbytes", "failed", "Wrong.", "any.wrong-value", 1),
+    messages.TamperedMessage(("course_utils.check",)), messages.ErrorMessage("boom"), messages.DoneMessage()],
+    ids=lambda m: type(m).__name__)
+def test_each_kind_of_message_arrives_as_it_was_sent(message):
+    key = b"k" * 32
+    assert messages.unsign(key, messages.sign(key, message)) == message
+
+
+def _signed(key: bytes, data: dict) -> bytes:
+    raw = json.dumps(data).encode()
+    return hmac.new(key, raw, hashlib.sha256).hexdigest().encode() + b" " + raw
+
+
+@pytest.mark.parametrize("data", [{"t": "nonsense"}, {"t": "stage", "stage": "lunch", "exercise": "01.nbytes"},
+                                  {"t": "stage", "stage": "cell", "exercise": "01.nbytes"},
+                                  {"t": "cell", "exercise": "01.nbytes"}, {"no t": 1}],
+                         ids=["unknown kind", "unknown stage", "a cell's stage without its index", "no index",
+                              "no kind"])
+def test_signed_messages_that_are_malformed_or_unknown_are_ignored(data):
+    key = b"k" * 32
+    assert messages.unsign(key, _signed(key, data)) is None
+    assert messages.unsign(key, _signed(key, [data])) is None
+
+
+def test_a_result_carries_only_plain_values():
+    """A result's code is text and its points a whole number (anything else earns none), whatever was signed."""
+    key = b"k" * 32
+    received = messages.unsign(key, _signed(key, {"t": "result", "exercise": "01.nbytes", "status": "failed",
+                                                  "feedback": "x", "code": None, "points": 2.5}))
+    assert received == messages.ResultMessage("01.nbytes", "failed", "x", "", 0)
+
+
+def test_the_job_travels_as_it_was_given():
+    job = messages.Job(b"key", ((0, "01.nbytes", "def f(): pass"),), ("01.nbytes",), 30.0, 20.0, 4096, "/tmp/x", True)
+    assert messages.Job.from_json(job.to_json()) == job
 
 
 @pytest.mark.parametrize("status, code", [(0, 0), (3 << 8, 3), (signal.SIGKILL, -signal.SIGKILL)],
