@@ -4,7 +4,7 @@ One module per stage (the building blocks of a single check are :mod:`course_uti
 
 * :mod:`.submissions`: find the notebooks, read them, tell their lesson, scan their answer cells;
 * :mod:`.runs`: run one submission (fork server, supervisor, worker) and watch it to its end;
-* :mod:`.worker`, :mod:`.integrity`, :mod:`.processes`: the worker side, what keeps a check honest,
+* :mod:`.worker`, :mod:`.integrity`, :mod:`.guard`, :mod:`.processes`: the worker side, what keeps a check honest,
   and process control; :mod:`.messages`: the signed channel between worker and grader, and the names
   of its messages and of how a run ends;
 * :mod:`.grader`: one submission's grade, and a batch's;

@@ -12,7 +12,6 @@ options, a whole number of attempts); whether the first prediction was right is 
 """
 from __future__ import annotations
 
-import csv
 import string
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO

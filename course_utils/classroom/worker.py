@@ -48,9 +48,9 @@ from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
 from course_utils import exercises, misconceptions, modes  # noqa: E402
-from course_utils.classroom.integrity import (GraderLimit, ReferenceGuard, Snapshot, changes,  # noqa: E402
-                                           prepare_pytorch, pristine_torch, take_snapshot, torch_settings,
-                                           type_name, verify)
+from course_utils.classroom.guard import ReferenceGuard  # noqa: E402
+from course_utils.classroom.integrity import (GraderLimit, Snapshot, changes, prepare_pytorch,  # noqa: E402
+                                           pristine_torch, take_snapshot, torch_settings, type_name, verify)
 from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, CellFailure,  # noqa: E402
                                             CellMessage, DoneMessage, ErrorMessage, Job, Message, ReadyMessage,
                                             ResultMessage, Stage, StageMessage, TamperedMessage, exit_line, frame,

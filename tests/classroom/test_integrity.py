@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils.classroom import integrity
+from course_utils.classroom import guard as guards, integrity
 
 from .cases import COPIES_BY_COMPILE, L01_POINTS, SOL, linux_only, marks, points_of
 
@@ -173,7 +173,7 @@ def test_a_copy_of_the_reference_made_without_exec_earns_nothing(graded, how):
 @pytest.fixture
 def guard():
     namespace: dict = {"torch": torch, "cu": cu}
-    g = integrity.ReferenceGuard(namespace)
+    g = guards.ReferenceGuard(namespace)
     g.install()
     try:
         yield g
