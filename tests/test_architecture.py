@@ -241,3 +241,19 @@ def test_text_is_cut_in_one_place():
     copies = [f"{path.relative_to(PACKAGE)}:{n}" for path in sorted(PACKAGE.rglob("*.py")) if path.name != "text.py"
               for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if cut.search(line)]
     assert copies == [], copies
+
+
+#: A module longer than this is split by concern; a function longer than this into named steps.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 800, 60
+
+
+def test_no_module_or_function_grows_past_its_size():
+    too_long = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            too_long.append(f"{name}: {len(text.splitlines())} lines")
+        too_long += [f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+                     for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert too_long == [], too_long
