@@ -98,7 +98,8 @@ def build(strict: bool = True) -> int:
     """Run Jupyter Book on SOURCE; the lessons' kernels import this checkout's course_utils."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "MPLBACKEND": "agg"}
-    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(SOURCE), "--path-output", str(SITE), "--all"]
+    jupyter_book = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()"]  # no __main__
+    cmd = [*jupyter_book, "build", str(SOURCE), "--path-output", str(SITE), "--all"]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     return subprocess.run(cmd, env=env, cwd=ROOT).returncode
