@@ -94,12 +94,13 @@ def point_out(text: str, page: Path, repo: str, branch: str) -> str:
     return LINK.sub(fix, text)
 
 
-def build(strict: bool = True) -> int:
-    """Run Jupyter Book on SOURCE; the lessons' kernels import this checkout's course_utils."""
+def build(source: Path = SOURCE, output: Path = SITE, strict: bool = True) -> int:
+    """Run Jupyter Book on ``source`` (written to ``output``/_build/html); the lessons' kernels import this
+    checkout's course_utils. Returns its exit status."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "MPLBACKEND": "agg"}
     jupyter_book = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()"]  # no __main__
-    cmd = [*jupyter_book, "build", str(SOURCE), "--path-output", str(SITE), "--all"]
+    cmd = [*jupyter_book, "build", str(source), "--path-output", str(output), "--all"]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     return subprocess.run(cmd, env=env, cwd=ROOT).returncode

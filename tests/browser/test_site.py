@@ -143,3 +143,33 @@ def test_the_licenses_have_pages_linked_from_every_footer(site, page):
     assert "MIT License" in page.locator(ARTICLE).inner_text()
     page.goto((site / "LICENSE-CONTENT.html").as_uri())
     assert "Attribution 4.0 International" in page.locator(ARTICLE).inner_text()
+
+
+def test_the_build_fails_on_an_error_in_a_cell_not_tagged_raises_exception(tmp_path):
+    """With the site's own settings, a cell tagged ``raises-exception`` may raise; any other error fails the build."""
+    pytest.importorskip("jupyter_book", reason="the website's requirements are not installed: "
+                                               "pip install -r requirements-site.txt")
+    import importlib.util
+
+    import nbformat
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("build_site", ROOT / "scripts" / "build_site.py")
+    build_site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_site)
+    book = tmp_path / "book"
+    build_site.shutil.copytree(ROOT / "site", book, ignore=build_site.shutil.ignore_patterns("_build", "*.md"))
+    (book / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: lesson\n")
+    (book / "index.md").write_text("# Home\n")
+    config = yaml.safe_load((book / "_config.yml").read_text())
+    config["repository"]["url"] = "https://github.com/example/course"
+    (book / "_config.yml").write_text(yaml.safe_dump(config))
+    on_purpose = nbformat.v4.new_code_cell("1 / 0", metadata={"tags": ["raises-exception"]})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A lesson"), on_purpose],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nbformat.write(nb, book / "lesson.ipynb")
+    assert build_site.build(book, tmp_path / "ok") == 0
+    assert "ZeroDivisionError" in (tmp_path / "ok" / "_build" / "html" / "lesson.html").read_text()
+    nb.cells.append(nbformat.v4.new_code_cell("undefined_name"))
+    nbformat.write(nb, book / "lesson.ipynb")
+    assert build_site.build(book, tmp_path / "broken") != 0
