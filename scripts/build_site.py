@@ -76,7 +76,8 @@ def point_out(text: str, page: Path, repo: str, branch: str) -> str:
     (``#3-how-many-bytes``)."""
     from myst_parser.mdit_to_docutils.base import default_slugify
 
-    original = ROOT / RENAMED.get(page.name, page.relative_to(SOURCE))
+    staged = page.relative_to(SOURCE).as_posix()
+    original = ROOT / {name: file for file, name in RENAMED.items()}.get(staged, staged)   # where it is in the repo
 
     def fix(match: re.Match) -> str:
         target, anchor = match.group(1), match.group(2) or ""

@@ -40,7 +40,7 @@ def site(tmp_path_factory) -> Path:
     if given:
         if not (Path(given) / "index.html").exists():
             pytest.fail(f"COURSE_SITE_HTML={given} holds no index.html: build the site first", pytrace=False)
-        return Path(given)
+        return Path(given).resolve()
     pytest.importorskip("jupyter_book", reason="the website's requirements are not installed: "
                                                "pip install -r requirements-site.txt")
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_site.py"), "--hub", HUB],
