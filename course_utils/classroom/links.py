@@ -7,7 +7,6 @@ home and open that lesson, and the lesson's Colab and Binder links; for the cour
 from __future__ import annotations
 
 import argparse
-import pkgutil
 import re
 import sys
 from pathlib import Path
@@ -50,10 +49,9 @@ def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
 
 
 def lesson_notebooks() -> list[tuple[str, str]]:
-    """(lesson number, notebook file name) in course order, from the lesson modules (``l01_tensors``)."""
+    """(lesson number, notebook file name) in course order (:data:`course_utils.lessons.NOTEBOOKS`)."""
     from .. import lessons
-    names = sorted(m.name for m in pkgutil.iter_modules(lessons.__path__) if re.fullmatch(r"l\d\d_\w+", m.name))
-    return [(name[1:3], f"{name[1:]}.ipynb") for name in names]
+    return sorted(lessons.NOTEBOOKS.items())
 
 
 def nbgitpuller_link(hub: str, repo: str, branch: str, notebook: str, app: str = "lab") -> str:
