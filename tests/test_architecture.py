@@ -257,3 +257,15 @@ def test_no_module_or_function_grows_past_its_size():
                      for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                      and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert too_long == [], too_long
+
+
+def test_the_public_api_lists_what_the_lessons_use():
+    import json
+
+    import course_utils as cu
+    used = set()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            used |= set(re.findall(r"\bcu\.([a-z_]+)", "".join(cell["source"])))
+    assert used <= set(cu.__all__), sorted(used - set(cu.__all__))
+    assert all(getattr(cu, name) is not None for name in cu.__all__)
