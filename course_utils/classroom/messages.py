@@ -87,9 +87,11 @@ class CellFailure:
 
 @dataclass(frozen=True)
 class ReadyMessage:
-    """Learner code is about to run."""
+    """Learner code is about to run, in the worker ``pid`` (sent before any of it runs, so the grader can measure
+    the worker's memory then, even before the supervisor's ``session`` line has arrived)."""
 
     kind: ClassVar[Kind] = Kind.READY
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,12 @@ def _parse(data: dict) -> Message:
         return TamperedMessage(tuple(str(c) for c in data.get("changed", [])))
     if kind is Kind.ERROR:
         return ErrorMessage(str(data.get("message")))
-    return ReadyMessage() if kind is Kind.READY else DoneMessage()
+    if kind is Kind.READY:
+        pid = data["pid"]
+        if type(pid) is not int or pid <= 0:
+            raise ValueError("a worker's pid is a positive whole number")
+        return ReadyMessage(pid)
+    return DoneMessage()
 
 
 def sign(key: bytes, message: Message) -> bytes:

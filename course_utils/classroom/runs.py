@@ -326,7 +326,8 @@ class _Follower:
             self.stage_deadline = math.inf
         if isinstance(message, ReadyMessage) and not run.ready:
             run.ready, self.deadline = True, time.monotonic() + self.limits.timeout
-            self.baseline = procs.run_memory([run.worker]) if run.worker else None
+            # The worker's own pid, from its signed message: the supervisor's session line may come later.
+            self.baseline = procs.run_memory([message.pid])
         elif isinstance(message, (DoneMessage, TamperedMessage, ErrorMessage)) and not run.end:
             run.end = End(message.kind)
 

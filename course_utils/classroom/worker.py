@@ -368,7 +368,7 @@ def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
         _isolate(job.memory_mb)
         os.environ[modes.MODE_ENV] = modes.ASSESSED if job.assessed else ""   # as the grader runs
         run = _Run(job, send, pristine)
-        send(ReadyMessage())
+        send(ReadyMessage(os.getpid()))
         run.cells_and_checks()
         send(DoneMessage())
         killpg(0, signal.SIGKILL)  # end with whatever the learner's code started (own group, see _isolate)

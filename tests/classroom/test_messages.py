@@ -33,7 +33,7 @@ def test_the_names_of_the_protocol_travel_as_plain_strings():
 
 
 @pytest.mark.parametrize("message", [
-    messages.ReadyMessage(), messages.StageMessage(messages.Stage.CELL, "01.nbytes", 2),
+    messages.ReadyMessage(4321), messages.StageMessage(messages.Stage.CELL, "01.nbytes", 2),
     messages.StageMessage(messages.Stage.CHECK, "01.nbytes"), messages.CellMessage(2, "01.nbytes", None),
     messages.ResultMessage("01.nbytes", "failed", "Wrong.", "any.wrong-value", 1),
     messages.TamperedMessage(("course_utils.check",)), messages.ErrorMessage("boom"), messages.DoneMessage()],
@@ -50,9 +50,10 @@ def _signed(key: bytes, data: dict) -> bytes:
 
 @pytest.mark.parametrize("data", [{"t": "nonsense"}, {"t": "stage", "stage": "lunch", "exercise": "01.nbytes"},
                                   {"t": "stage", "stage": "cell", "exercise": "01.nbytes"},
-                                  {"t": "cell", "exercise": "01.nbytes"}, {"no t": 1}],
+                                  {"t": "cell", "exercise": "01.nbytes"}, {"no t": 1}, {"t": "ready"},
+                                  {"t": "ready", "pid": "12"}, {"t": "ready", "pid": 0}],
                          ids=["unknown kind", "unknown stage", "a cell's stage without its index", "no index",
-                              "no kind"])
+                              "no kind", "ready without a pid", "ready with a pid as text", "ready with pid 0"])
 def test_signed_messages_that_are_malformed_or_unknown_are_ignored(data):
     key = b"k" * 32
     assert messages.unsign(key, _signed(key, data)) is None
@@ -86,3 +87,22 @@ def test_status_lines_say_which_processes_are_the_runs_and_how_the_worker_ended(
 def test_claims_of_passing_are_ignored(batch, submission):
     assert batch.rows.points(submission)["TOTAL"] == 0
     assert "Not attempted" in batch.rows[submission, "01.nbytes"]["feedback"]
+
+
+def test_the_memory_baseline_is_taken_when_ready_arrives_before_the_supervisors_session_line():
+    """A worker that starts from the fork server's prepared state is ready within a millisecond or two, and its
+    READY can come before the supervisor's ``session`` line: the memory limit must hold all the same."""
+    import os
+    from course_utils.classroom import runs
+    key = b"k" * 32
+    channel_r, channel_w = os.pipe()
+    status_r, status_w = os.pipe()
+    try:
+        run = runs.Run()
+        follower = runs._Follower(run, key, channel_r, status_r, server=None, limits=runs.Limits())
+        os.write(channel_w, messages.frame(messages.sign(key, messages.ReadyMessage(os.getpid()))))
+        follower.read(1.0)
+        assert run.ready and run.session is None and follower.baseline and follower.baseline > 0
+    finally:
+        for fd in (channel_r, channel_w, status_r, status_w):
+            os.close(fd)
