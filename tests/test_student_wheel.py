@@ -17,6 +17,25 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import student_wheel  # noqa: E402
 
 STUB = "def {name}(*args, **kwargs):\n    raise NotImplementedError\n"
+#: Checks each exercise's answers (sources), in the names a notebook's setup cell provides; run in the students'
+#: installation and in this one.
+CHECK_ALL = """
+import json, math, sys
+import torch
+import course_utils as cu
+from course_utils import exercises
+
+def check_all(answers):
+    out = {}
+    for ex_id, sources in answers.items():
+        out[ex_id] = []
+        for source in sources:
+            namespace = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "math": math, "cu": cu}
+            exec(source, namespace)
+            r = cu.check(ex_id, namespace[exercises.get_exercise(ex_id).name])
+            out[ex_id].append([r.status, r.points, r.max_points])
+    return out
+"""
 
 
 @pytest.fixture(scope="module")
@@ -102,42 +121,19 @@ print(json.dumps(out))
 
 def test_check_in_the_students_installation_agrees_with_the_full_package(installed, monkeypatch):
     """Each exercise checked in both with its reference solution (typed in by hand, as a student could) and with
-    the stub, in the names a notebook's setup cell provides: the same status and points. ``grade`` runs the full package's checks, whose agreement with Check is
-    tested in tests/classroom/test_check_and_grade_agree.py."""
+    the stub, in the names a notebook's setup cell provides: the same status and points. ``grade`` runs the full
+    package's checks, whose agreement with Check is tested in tests/classroom/test_check_and_grade_agree.py."""
     monkeypatch.setenv(modes.MODE_ENV, modes.ASSESSED)
     answers = {ex_id: [exercises.get_exercise(ex_id).solution_source,
                        STUB.format(name=exercises.get_exercise(ex_id).name)] for ex_id in exercises.exercise_ids()}
-    script = """
-import json, sys
-import course_utils as cu
-from course_utils import exercises
-answers = json.loads(sys.stdin.read())
-out = {}
-for ex_id, sources in answers.items():
-    results = []
-    for source in sources:
-        import math, torch
-        namespace = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "math": math, "cu": cu}
-        exec(source, namespace)
-        r = cu.check(ex_id, namespace[exercises.get_exercise(ex_id).name])
-        results.append([r.status, r.points, r.max_points])
-    out[ex_id] = results
-print(json.dumps(out))
-"""
-    done = subprocess.run([sys.executable, "-c", script], input=json.dumps(answers), capture_output=True, text=True,
-                          cwd=installed.parent, env={**_environ(), "PYTHONPATH": str(installed)}, timeout=600)
+    script = CHECK_ALL + "print(json.dumps(check_all(json.loads(sys.stdin.read()))))"
+    done = subprocess.run([sys.executable, "-c", script],
+                          input=json.dumps(answers), capture_output=True, text=True, cwd=installed.parent,
+                          env={**_environ(), "PYTHONPATH": str(installed)}, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     student = json.loads(done.stdout.strip().splitlines()[-1])
-    import math
-
-    import course_utils as cu
-    import torch
-    for ex_id, sources in answers.items():
-        teacher = []
-        for source in sources:
-            namespace = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "math": math, "cu": cu}
-            exec(source, namespace)
-            r = cu.check(ex_id, namespace[exercises.get_exercise(ex_id).name])
-            teacher.append([r.status, r.points, r.max_points])
+    here: dict = {}
+    exec(CHECK_ALL, here)   # the same checking code, in this process: the full package
+    for ex_id, teacher in here["check_all"](answers).items():
         assert student[ex_id] == teacher, ex_id
         assert teacher[0][0] == "passed" and teacher[1][0] != "passed", ex_id
