@@ -11,7 +11,6 @@ Sections:
   copy       lesson 07's host copy bandwidth against NumPy's large-array copy
   import     cost of `import course_utils` on top of `import torch`
   errors     cu.explain_error on 100 kB and 1 MB pasted tracebacks (budget: 50 ms for 100 kB)
-  standin    cost of the stand-in GPU (course_utils.standin) on lessons 02, 07 and 08's timed CPU code
   memory     peak resident memory of a kernel running each notebook (for sizing JupyterHub users)
   grading    a class graded with `python -m course_utils grade`: STUDENTS x every lesson, solved,
              --jobs 1 and 2 (set COURSE_BENCH_STUDENTS; default 100)
@@ -160,77 +159,6 @@ def errors(repeats: int = 21) -> list[str]:
         median = statistics.median(times)
         rows.append(f"| {name} | {_fmt(median)} | {'yes' if median < 0.05 else '**no**'} |")
     return rows
-
-
-def standin(repeats: int = 15) -> list[str]:
-    """Lessons 02, 07 and 08's timed CPU code with the stand-in GPU off, on, and on but paused (as in timed code),
-    timed by hand (the course's timing helpers pause it), in alternating repeats: the fastest repeat of each,
-    which other programs on a busy machine disturb least, as a ratio to off. One thread, for steadier figures."""
-    import torch
-
-    from course_utils import standin as stand_in
-
-    mats = [(torch.randn(n, n), torch.randn(n, n)) for n in (16, 32, 64, 128, 256)]
-    vectors = [torch.randn(n) for n in (1, 10, 100, 1_000, 10_000)]
-    x = torch.randn(10_000)
-    copies = [(torch.empty(n), torch.ones(n)) for n in (2**14, 2**16, 2**18, 2**20)]   # 64 kB ... 4 MiB
-    big = torch.ones(2**22)
-
-    def matmul_sweep() -> None:
-        for a, b in mats:
-            for _ in range(20):
-                torch.matmul(a, b)
-
-    def tiny_adds() -> None:
-        for v in vectors:
-            for _ in range(20):
-                torch.add(v, v)
-
-    def on_device_loop() -> None:
-        total = torch.zeros(())
-        for _ in range(50):
-            total += (x * 2).sum()
-
-    def host_copies() -> None:
-        for dst, src in copies:
-            for _ in range(5):
-                dst.copy_(src)
-
-    def same_device_to() -> None:
-        for _ in range(100):
-            big.to(big.device)
-
-    net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    batch, labels = torch.randn(16, 32), torch.randint(0, 10, (16,))
-
-    def training_steps() -> None:
-        for _ in range(4):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(batch), labels).backward()
-            opt.step()
-
-    cases = {"02: n×n matmuls, n = 16 to 256": matmul_sweep, "02: tiny adds, 1 to 10,000 elements": tiny_adds,
-             "02: `(x * 2).sum()` loop on the device": on_device_loop, "07: host copies, 64 kB to 4 MiB": host_copies,
-             "07: `.to(same device)`, 16 MiB": same_device_to, "08: 4 training steps, a small MLP": training_steps}
-    rows = ["| timed code (CPU) | off (per loop) | on / off | on, paused / off |", "|---|---:|---:|---:|"]
-    was_on, threads = stand_in.is_enabled(), torch.get_num_threads()
-    stand_in.disable()
-    torch.set_num_threads(1)
-    for name, fn in cases.items():
-        off, on, paused = [], [], []
-        for _ in range(repeats):
-            off.append(_per_call(fn))
-            stand_in.enable()
-            on.append(_per_call(fn))
-            with stand_in.paused():
-                paused.append(_per_call(fn))
-            stand_in.disable()
-        rows.append(f"| {name} | {_fmt(min(off))} | {min(on) / min(off):.2f} | {min(paused) / min(off):.2f} |")
-    torch.set_num_threads(threads)
-    if was_on:
-        stand_in.enable()
-    return rows + ["", "The stand-in checks every torch call while it is on; `standin.paused()` lifts it."]
 
 
 def simdevice(repeats: int = 9) -> list[str]:
@@ -423,7 +351,7 @@ def gpu() -> list[str]:
 
 
 SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors,
-            "standin": standin, "simdevice": simdevice, "memory": memory, "grading": grading, "report": report,
+            "simdevice": simdevice, "memory": memory, "grading": grading, "report": report,
             "gpu": gpu}
 
 

@@ -3,8 +3,7 @@
 Plain Python first, widgets on top::
 
     import course_utils as cu
-    device = cu.setup("01")             # runtime banner, returns the device to use
-    other = cu.second_device(device)    # the device to move tensors to: a GPU, the simulated one, or meta
+    device = cu.setup("01")             # runtime banner, returns the lesson's device: your GPU or a simulated one
     cu.check("01.nbytes", nbytes)       # -> Result (works in any Python, never raises for answers)
     cu.exercise("01.nbytes")            # the same in a notebook, with Check / Hint / Solution buttons
     cu.quiz("01.default_device")        # predict, commit, then see the explanation
@@ -19,7 +18,7 @@ Importing the package is light: each public name imports its module (and PyTorch
 lessons load when a registry (exercises, quizzes, misconceptions) is first read (:mod:`course_utils.loading`).
 
 The package reads bottom-up, in floors (docs/architecture.md says where each concept lives): plain blocks and
-looking at devices (text, files, device, standin, inventory, results, errors, devicemap) → grading, timing,
+looking at devices (text, files, device, simdevice, inventory, results, errors, devicemap) → grading, timing,
 extension → exercises, quizzes, runtime, transfer → lessons, mismatch, notebook → store → learner, widgets →
 classroom → this package and its command line. tests/test_architecture.py keeps it so.
 """
@@ -31,7 +30,7 @@ from .loading import set_loader
 
 #: Each public name -> (the module that defines it, its name there). Resolved on first use (:func:`__getattr__`),
 #: so that importing the package, and ``python -m course_utils --help``, does not import PyTorch.
-_EXPORTS = {"setup": ("runtime", "setup"), "second_device": ("runtime", "second_device"),
+_EXPORTS = {"setup": ("runtime", "setup"),
             "best_device": ("device", "best_device"), "accelerator": ("device", "accelerator"),
             "is_simulated": ("simdevice", "is_simulated"), "check": ("exercises", "check"),
             "Result": ("results", "Result"), "exercise": ("widgets", "exercise"),
@@ -40,13 +39,13 @@ _EXPORTS = {"setup": ("runtime", "setup"), "second_device": ("runtime", "second_
             "progress": ("store", "summary"), "time_it": ("timing", "time_it"),
             "explain_devices": ("mismatch", "explain_devices"), "explain_error": ("errors", "explain_error"),
             "show_devices": ("devicemap", "show_devices"), "show_figure": ("figures", "show")}
-#: The package's modules (``cu.figures``, ``cu.standin``, ``cu.lessons``...), imported on first use too.
+#: The package's modules (``cu.figures``, ``cu.transfer``, ``cu.lessons``...), imported on first use too.
 _SUBMODULES = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__) if info.name != "__main__"))
 
-__all__ = ["setup", "second_device", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise",
+__all__ = ["setup", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise",
            "exercise_ids", "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure",
-           "figures", "standin"]   # the modules the lessons use by name: cu.figures.style, cu.standin.paused
+           "figures"]   # the module the lessons use by name: cu.figures.style
 __version__ = "0.2.0"   # the one place: pyproject.toml reads it; CITATION.cff and CHANGELOG.md follow it
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import torch
 
-#: Environment variable that overrides the automatic choice, e.g. ``COURSE_DEVICE=cpu``.
+#: Environment variable that overrides the automatic choice: an accelerator (``cuda:1``) or ``simgpu``.
 DEVICE_ENV = "COURSE_DEVICE"
 #: The name of the course's simulated GPU (:mod:`course_utils.simdevice`), which ``COURSE_DEVICE`` may name.
 SIMULATED = "simgpu"
@@ -44,7 +44,7 @@ def accelerator() -> Optional[torch.device]:
 
 
 def chosen_by_user() -> bool:
-    """Whether ``COURSE_DEVICE`` chooses the device (then no simulated GPU stands in for a missing one)."""
+    """Whether ``COURSE_DEVICE`` chooses the device."""
     return bool(os.environ.get(DEVICE_ENV, "").strip())
 
 
@@ -59,14 +59,15 @@ def accelerator_required() -> bool:
 
 
 def best_device() -> torch.device:
-    """Pick the device the course uses: ``$COURSE_DEVICE`` if set, else an accelerator, else CPU.
+    """Pick the device the course uses: ``$COURSE_DEVICE`` if set, else an accelerator, else CPU (where
+    :func:`course_utils.setup` then hands out the simulated GPU).
 
     Returns:
         A ``torch.device``. With an accelerator it carries the current index (e.g. ``cuda:0``).
 
     Raises:
         RuntimeError: if ``COURSE_REQUIRE_ACCELERATOR`` is set and no accelerator is available,
-            or ``COURSE_DEVICE`` names a device type that is not available.
+            or ``COURSE_DEVICE`` names the CPU or a device type that is not available.
     """
     override = os.environ.get(DEVICE_ENV, "").strip()
     if override and simulated_by_user():
@@ -83,12 +84,17 @@ def best_device() -> torch.device:
         try:
             device = torch.device(override)
         except RuntimeError:
-            raise RuntimeError(f"{DEVICE_ENV}={override!r} is not a device name. Use e.g. 'cpu', "
-                               f"'cuda' or 'cuda:1', or unset {DEVICE_ENV}.") from None
-        if device.type not in ("cpu", "meta") and not _type_available(device.type):
+            raise RuntimeError(f"{DEVICE_ENV}={override!r} is not a device name. Use e.g. 'cuda', "
+                               f"'cuda:1' or {SIMULATED!r}, or unset {DEVICE_ENV}.") from None
+        if device.type == "cpu":
+            raise RuntimeError(
+                f"{DEVICE_ENV}={override!r}: the lessons need a device besides the CPU to move tensors to. Unset "
+                f"{DEVICE_ENV} (without a GPU you get the simulated one), or set {DEVICE_ENV}={SIMULATED} to "
+                "use the simulated GPU even where a real one is.")
+        if not _type_available(device.type):
             raise RuntimeError(
                 f"{DEVICE_ENV}={override!r}, but no {device.type} device is available here. "
-                f"Unset {DEVICE_ENV} or set it to 'cpu'."
+                f"Unset {DEVICE_ENV} or set it to {SIMULATED!r}."
             )
         count = _device_count(device.type)
         if device.index is not None and count is not None and device.index >= count:
@@ -132,10 +138,10 @@ def make_current(device: torch.device) -> None:
 
     Without this, ``COURSE_DEVICE=cuda:1`` would put the lesson's tensors on GPU 1 while
     ``.cuda()``, ``torch.accelerator.synchronize()``, CUDA events and ``benchmark.Timer`` still
-    use GPU 0, the current device. A no-op for the CPU, ``meta`` and devices without an index.
+    use GPU 0, the current device. A no-op for the CPU and devices without an index.
     """
     device = torch.device(device)
-    if device.type in ("cpu", "meta") or device.index is None:
+    if device.type == "cpu" or device.index is None:
         return
     acc = accelerator()
     if acc is not None and acc.type == device.type and torch.accelerator.current_device_index() != device.index:

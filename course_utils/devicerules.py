@@ -1,6 +1,6 @@
 """What a CUDA build of PyTorch does when one operation is handed tensors on different devices: the rules and the
-wordings that the course's simulated GPU (:mod:`course_utils.simdevice`) and its ``meta`` stand-in
-(:mod:`course_utils.standin`) follow. Rules are data here; the machinery that applies them lives in those modules.
+wordings that the course's simulated GPU (:mod:`course_utils.simdevice`) follows. Rules are data here; the machinery
+that applies them lives there.
 
 Three kinds of CUDA kernels, as PyTorch's code generator makes them (``data/cuda_device_checks.json``, written by
 ``scripts/device_rules.py`` from each release's own ``native_functions.yaml``):
@@ -105,7 +105,7 @@ def per_argument_message(arg_name: str, arg_device: Any, common: Any, method: st
             f"{arg_device}! (when checking argument for argument {arg_name} in method {method})")
 
 
-def elementwise_message(common: Any = "meta", other: Any = "cpu") -> str:
+def elementwise_message(common: Any = "cuda:0", other: Any = "cpu") -> str:
     """TensorIterator's message (element-wise ops, every version): the first non-CPU device, then the odd one."""
     return f"Expected all tensors to be on the same device, but found at least two devices, {common} and {other}!"
 
@@ -192,7 +192,7 @@ def judge(func: Any, args: tuple, kwargs: dict, on_device: Callable[[torch.Tenso
     Args:
         func: the ATen overload.
         args, kwargs: its arguments.
-        on_device: whether a tensor is on "the GPU" (a simulated GPU's or the ``meta`` stand-in's tensors), as
+        on_device: whether a tensor is on "the GPU" (the simulated GPU's tensors), as
             opposed to the host.
 
     Returns:

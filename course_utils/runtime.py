@@ -8,12 +8,12 @@ import sys
 import torch
 
 from . import device as _device
-from . import simdevice, standin
+from . import simdevice
 from .text import wrapped
 
 
 #: The oldest PyTorch the course supports: `.ci/floor.txt` tests it, the requirements declare it.
-MIN_TORCH = (2, 7)
+MIN_TORCH = (2, 10)
 
 
 def torch_is_supported(version: str | None = None) -> bool:
@@ -45,16 +45,13 @@ def platform_name() -> str:
 
 
 def no_accelerator_advice() -> str:
-    """What a learner without an accelerator can do, for the platform they are on."""
+    """How a learner without a GPU can get a real one, for the platform they are on."""
     if on_colab():
-        return ("No GPU in this Colab runtime. For the GPU parts: Runtime -> Change runtime type -> "
-                "a GPU (e.g. T4), then Runtime -> Restart session and run the notebook again.")
+        return ("For a real GPU: Runtime -> Change runtime type -> a GPU (e.g. T4), then Runtime -> Restart "
+                "session and run the notebook again.")
     if on_binder():
-        return ("Binder is CPU-only. Everything runs here; GPU-only cells say so and show what a GPU "
-                "prints. For a real GPU, open the notebook in Colab (badge at the top).")
-    return ("No accelerator found: the course gives you a simulated GPU (below), or, on an older PyTorch, the "
-            "'meta' device as a second device. For a real GPU, open the notebook in Colab (badge at the top) and "
-            "pick a GPU runtime.")
+        return "Binder has no GPUs: for a real one, open the notebook in Colab (badge at the top)."
+    return "For a real GPU, open the notebook in Colab (badge at the top) and pick a GPU runtime."
 
 
 def banner(device: torch.device) -> str:
@@ -68,20 +65,18 @@ def banner(device: torch.device) -> str:
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
                      f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
     acc = _device.accelerator()
-    if simdevice.is_simulated(device) and acc is not None and not simdevice.is_simulated(acc):
-        lines += [f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the simulated GPU.",
-                  SIMULATED_LINE]
-    elif simdevice.is_simulated(device):
-        lines += [no_accelerator_advice(), SIMULATED_LINE]
-    elif acc is None:
-        lines.append(no_accelerator_advice())
+    if simdevice.is_simulated(device):
+        if acc is not None and not simdevice.is_simulated(acc):
+            lines.append(f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the simulated GPU.")
+        else:
+            lines.append("No GPU here, so the course gives you a simulated one. " + no_accelerator_advice())
+        lines.append(SIMULATED_LINE)
     elif device.type == "cpu":
-        lines.append(f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the CPU.")
+        lines.append("No GPU here, and this process cannot register the course's simulated GPU. "
+                     + no_accelerator_advice())
     else:
         count = torch.accelerator.device_count()
-        lines.append(f"Accelerator: {acc.type}, {count} device(s) visible.")
-    if uses_stand_in(device):
-        lines.append(STAND_IN_LINE)
+        lines.append(f"Accelerator: {device.type}, {count} device(s) visible.")
     return "\n".join(part for line in lines for part in wrapped(line, then="  "))
 
 
@@ -89,22 +84,6 @@ def banner(device: torch.device) -> str:
 SIMULATED_LINE = (f"Simulated GPU: {simdevice.NAME}:0 and {simdevice.NAME}:1 hold real values in host memory and raise "
                   "what a CUDA GPU raises. Not simulated: speed (timings measure your CPU), memory limits, pinned "
                   "memory and CUDA's own API (.cuda(), torch.cuda).")
-#: The banner's line when :func:`setup` switches the stand-in GPU on.
-STAND_IN_LINE = "Stand-in GPU: 'meta' plays cuda:0; mixed with CPU tensors it raises what a GPU raises."
-
-
-def uses_stand_in(device: torch.device) -> bool:
-    """Whether a lesson on ``device`` needs the stand-in GPU (:mod:`course_utils.standin`): the lessons then put on
-    ``meta`` what a GPU learner puts on ``cuda:0``, so mixing the two must fail as it does on a GPU."""
-    return torch.device(device).type == "cpu"
-
-
-def second_device(device: torch.device | str) -> torch.device:
-    """The device a lesson moves tensors to, to show a move or a mix with the CPU: ``device`` itself (a GPU, or the
-    simulated GPU that :func:`setup` hands out without one), or ``meta`` where the lesson's device is the CPU
-    (PyTorch before 2.10, or ``COURSE_DEVICE=cpu``): the stand-in then makes it refuse CPU tensors as a GPU does."""
-    device = torch.device(device)
-    return torch.device("meta") if uses_stand_in(device) else device
 
 
 def setup(lesson: str | None = None) -> torch.device:
@@ -115,28 +94,22 @@ def setup(lesson: str | None = None) -> torch.device:
 
     In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
     is explained under its traceback. Without an accelerator it registers the simulated GPU and hands out
-    ``simgpu:0`` (:mod:`course_utils.simdevice`, PyTorch 2.10 and later; ``COURSE_DEVICE=simgpu`` asks for it even
-    where there is an accelerator, e.g. for a class that should all see the same); where that cannot be, or on the CPU
-    that ``COURSE_DEVICE`` chose, it switches on the stand-in GPU
-    (:func:`course_utils.standin.enable`, in the calling thread): the lessons' ``meta`` tensors then refuse
-    CPU tensors with the error a CUDA GPU raises. With an accelerator it is switched off.
+    ``simgpu:0`` (:mod:`course_utils.simdevice`); ``COURSE_DEVICE=simgpu`` asks for it even where there is an
+    accelerator, e.g. for a class that should all see the same.
 
     Returns:
-        The device chosen by :func:`course_utils.best_device`, made the current device when it
-        names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it.
+        The device chosen by :func:`course_utils.best_device` (or ``simgpu:0``), made the current device when it
+        names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it. Only a
+        process that may not register the simulated GPU (a test suite's own) gets the CPU.
     """
     from . import extension  # imports only the error catalogue: no floor above this one
     extension.enable(lesson or "")
     if _device.simulated_by_user():   # COURSE_DEVICE=simgpu: the simulated GPU, even where a real one is
         simdevice.enable()
     device = _device.best_device()
-    if device.type == "cpu" and not _device.chosen_by_user() and simdevice.wanted():
+    if device.type == "cpu" and simdevice.wanted():
         device = simdevice.enable()
     _device.make_current(device)
-    if uses_stand_in(device):
-        standin.enable()    # per thread: this is the thread that runs the notebook's cells
-    else:
-        standin.disable()
     if lesson:
         print(f"Lesson {lesson} of 'Where does my tensor live?'")
     print(banner(device))

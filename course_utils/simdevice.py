@@ -27,7 +27,6 @@ Registration is once per process and cannot be undone: with it, ``torch.accelera
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any, Iterator
 
 import torch
@@ -51,9 +50,6 @@ _note_pending = True
 REBOUND = ("_current", "_note_pending")
 
 
-#: Environment variable that keeps the simulated GPU off (``COURSE_SIMULATED_GPU=0``): the lessons then use the
-#: ``meta`` stand-in, as on PyTorch before 2.10.
-OFF_ENV = "COURSE_SIMULATED_GPU"
 #: Whether :func:`wanted` may say yes in this process (a test suite's own process sets it False: the registration
 #: could not be undone for the tests after it).
 ALLOWED = True
@@ -61,10 +57,9 @@ ALLOWED = True
 
 def wanted(this_process: bool = True) -> bool:
     """Whether ``cu.setup()`` should hand out the simulated GPU where there is no accelerator: it can be registered
-    here and neither ``COURSE_SIMULATED_GPU=0`` nor this process (:data:`ALLOWED`) said no. With
-    ``this_process=False``: whether it would in a new Python process, such as a notebook's kernel started from here."""
-    return ((ALLOWED or not this_process) and available()
-            and os.environ.get(OFF_ENV, "").strip().lower() not in ("0", "no", "false", "off"))
+    here and this process (:data:`ALLOWED`) did not say no. With ``this_process=False``: whether it would in a new
+    Python process, such as a notebook's kernel started from here."""
+    return (ALLOWED or not this_process) and available()
 
 
 def available() -> bool:
@@ -383,9 +378,13 @@ def _autocast_kernel(func: Any, to_lower: bool) -> Any:
 def _pin_memory(pin: Any) -> Any:
     """``Tensor.pin_memory`` with the simulated GPU registered: PyTorch asks the current accelerator for pinned host
     memory, which a Python backend cannot give; the simulated GPU has none, so the copy is ordinary (pageable) memory
-    (``is_pinned()`` says False) and ``DataLoader(pin_memory=True)`` runs as it does on a machine without a GPU."""
+    (``is_pinned()`` says False) and ``DataLoader(pin_memory=True)`` runs as it does on a machine without a GPU. A
+    tensor on the simulated GPU is refused, with the message a CUDA GPU gives for its tensors."""
 
     def pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if isinstance(self, SimTensor):   # as on a GPU: only CPU tensors can be pinned (CUDA's type name)
+            scalar = torch.empty(0, dtype=self.dtype).type().removeprefix("torch.").removesuffix("Tensor")
+            raise RuntimeError(f"cannot pin 'CUDA{scalar}Type' only dense CPU tensors can be pinned")
         try:
             return pin(self, *args, **kwargs)
         except NotImplementedError as error:

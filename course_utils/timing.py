@@ -5,8 +5,7 @@ launch. ``torch.utils.benchmark.Timer`` reads its clock through a ``timer`` func
 synchronises the *current* accelerator in recent releases, only CUDA or XPU in older ones (2.7),
 and never a device that is not current. :func:`time_it` passes a timer that synchronises exactly
 the device the work runs on, once per block of calls, on every PyTorch the course supports. It is the
-course's one way of timing: :func:`course_utils.transfer.seconds_per_call` is its median. The stand-in GPU
-(:mod:`course_utils.standin`, on in CPU-only lessons) is paused while it measures: it would see every torch call.
+course's one way of timing: :func:`course_utils.transfer.seconds_per_call` is its median.
 """
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from . import device as _device
-from . import simdevice, standin
+from . import simdevice
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,7 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
     Returns:
         A :class:`Timing` with the median seconds per call.
 
-    The stand-in GPU (:mod:`course_utils.standin`) is paused meanwhile, so ``fn`` runs as it would without it;
-    tensors on the simulated GPU (:mod:`course_utils.simdevice`) are timed as the CPU tensors that hold their values.
+    Tensors on the simulated GPU (:mod:`course_utils.simdevice`) are timed as the CPU tensors that hold their values.
     """
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
@@ -57,12 +55,11 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
     if simdevice.is_simulated(device) or any(isinstance(a, simdevice.SimTensor) for a in args):
         # The simulated GPU's work is the CPU's: time the CPU tensors that hold its values, not its bookkeeping.
         device, args = torch.device("cpu"), simdevice.host(args)
-    with standin.paused():
-        timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
-                                timer=synchronized_clock(device),
-                                num_threads=num_threads or torch.get_num_threads(),
-                                label=label or getattr(fn, "__name__", "call"))
-        m = timer.blocked_autorange(min_run_time=min_run_time)
+    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
+                            timer=synchronized_clock(device),
+                            num_threads=num_threads or torch.get_num_threads(),
+                            label=label or getattr(fn, "__name__", "call"))
+    m = timer.blocked_autorange(min_run_time=min_run_time)
     return Timing(label or getattr(fn, "__name__", "call"), m.median, m.iqr, len(m.times))
 
 

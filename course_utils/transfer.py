@@ -16,8 +16,7 @@ Four pieces:
   allows each buffer only a small fraction of it, so a sweep never runs out of memory.
 - **Timing that is right on every device.** :func:`seconds_per_call` is the median of
   :func:`course_utils.timing.time_it`, the course's one way of timing: it warms up, synchronises the
-  device before starting and before stopping the clock, repeats, and pauses the stand-in GPU
-  (:mod:`course_utils.standin`) while it measures.
+  device before starting and before stopping the clock, and repeats.
 - **The latency + bandwidth model.** :func:`fit_latency_bandwidth` finds the two numbers in
   ``seconds = latency_s + nbytes / (bandwidth_gbps * 1e9)`` from measurements.
 - **Counting copies.** :class:`count_copies` sees every PyTorch operation in a ``with`` block

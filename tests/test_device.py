@@ -5,7 +5,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,16 +12,8 @@ import torch
 
 from course_utils import device as dev
 import course_utils as cu
-from course_utils import runtime, simdevice, standin, text
+from course_utils import runtime, simdevice, text
 from course_utils.grading import simulated_accelerator
-
-
-@pytest.fixture(autouse=True)
-def stand_in_switched_off_after(monkeypatch):
-    """``setup()`` on a CPU switches the stand-in GPU on in this thread: the next test starts without it."""
-    monkeypatch.setattr(standin, "_note_pending", standin._note_pending)
-    yield
-    standin.disable()
 
 
 def test_cpu_only_machine_picks_cpu(monkeypatch):
@@ -41,22 +32,31 @@ def test_accelerator_is_preferred_with_its_current_index(monkeypatch):
 
 
 def test_environment_override(monkeypatch):
-    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("meta"))
-    assert dev.accelerator() == torch.device("meta")
-    assert dev.best_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)
+    monkeypatch.setenv(dev.DEVICE_ENV, "meta:1")
+    assert dev.accelerator() == torch.device("meta") and dev.best_device() == torch.device("meta", 1)
+
+
+@pytest.mark.parametrize("name", ["cpu", " cpu "])
+def test_course_device_never_makes_the_lessons_device_the_cpu(monkeypatch, name):
+    """The lessons move tensors from the CPU to `device`: it must be a GPU or the simulated one."""
+    monkeypatch.setenv(dev.DEVICE_ENV, name)
+    with pytest.raises(RuntimeError, match="need a device besides the CPU") as info:
+        dev.best_device()
+    assert "COURSE_DEVICE=simgpu" in str(info.value)
 
 
 def test_simulations_hide_this_machines_settings(monkeypatch):
     from course_utils.grading import simulated_no_accelerator
-    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")
+    monkeypatch.setenv(dev.DEVICE_ENV, "cuda:7")
     monkeypatch.setenv(dev.REQUIRE_ENV, "1")
     with simulated_accelerator("meta"):
         assert dev.best_device() == torch.device("meta", 0)
     with simulated_no_accelerator():
         assert dev.best_device() == torch.device("cpu") and dev.accelerator() is None
-    assert dev.best_device() == torch.device("cpu") and dev.accelerator_required()
+    assert os.environ[dev.DEVICE_ENV] == "cuda:7" and dev.accelerator_required()
 
 
 def test_override_to_a_missing_device_says_what_to_do(monkeypatch):
@@ -107,7 +107,8 @@ def test_banner_without_accelerator_tells_what_to_do(monkeypatch, capsys):
     assert max(map(len, out.splitlines())) <= text.WIDTH     # wrapped at spaces: JupyterLab breaks mid-word
     said = " ".join(out.split())
     assert torch.__version__ in said and "Lesson 01" in said and "running on: Colab" in said
-    assert "Runtime -> Change runtime type" in said and runtime.STAND_IN_LINE in said
+    assert "Runtime -> Change runtime type" in said and "cannot register the course's simulated GPU" in said
+    assert "meta" not in said and "No accelerator found" not in said
 
 
 @pytest.mark.gpu
@@ -122,16 +123,16 @@ def test_real_accelerator_is_chosen_and_described(monkeypatch):
     assert x.device == device
 
 
-@pytest.mark.parametrize("version, ok", [("2.7.0", True), ("2.13.0+cpu", True), ("3.0.0a0", True),
-                                         ("2.6.0+cu124", False), ("1.13.1", False)])
+@pytest.mark.parametrize("version, ok", [("2.10.0", True), ("2.13.0+cpu", True), ("3.0.0a0", True),
+                                         ("2.9.1+cu128", False), ("2.7.0", False), ("1.13.1", False)])
 def test_old_pytorch_is_recognised(version, ok):
     assert runtime.torch_is_supported(version) is ok
 
 
 def test_banner_warns_about_an_old_pytorch(monkeypatch):
-    monkeypatch.setattr(torch, "__version__", "2.6.0")
-    assert 'pip install -U "torch>=2.7"' in " ".join(runtime.banner(torch.device("cpu")).split())
-    monkeypatch.setattr(torch, "__version__", "2.7.1")
+    monkeypatch.setattr(torch, "__version__", "2.9.0")
+    assert 'pip install -U "torch>=2.10"' in " ".join(runtime.banner(torch.device("cpu")).split())
+    monkeypatch.setattr(torch, "__version__", "2.10.1")
     assert "older than" not in runtime.banner(torch.device("cpu"))
 
 
@@ -162,79 +163,14 @@ def test_the_banner_does_not_create_a_cuda_context(monkeypatch):
     assert dev.describe(torch.device("cuda", 0)) == "Some GPU, 16.0 GiB"
 
 
-# --- the stand-in GPU: setup() switches it on where the lessons put on `meta` what a GPU learner puts on cuda:0 ---
+# --- the banner says what the learner has ---------------------------------------------------------------------
 
-def _mix() -> str:
-    """What mixing a meta and a CPU tensor says in this thread."""
-    with pytest.raises(RuntimeError) as info:
-        torch.ones(3, device="meta") + torch.ones(3)
-    return str(info.value)
-
-
-def test_setup_on_a_cpu_only_machine_switches_the_stand_in_on(monkeypatch, capsys):
-    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
-    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)
-    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
-    monkeypatch.setattr(standin, "_note_pending", False)
-    assert not standin.is_enabled() and _mix() == "Tensor on device cpu is not on the expected device meta!"
-    assert runtime.setup("06") == torch.device("cpu")
-    assert standin.is_enabled() and _mix() == standin.elementwise_message()
-    assert runtime.STAND_IN_LINE in capsys.readouterr().out.splitlines()
-    assert len(runtime.STAND_IN_LINE) <= 100 and "'meta' plays cuda:0" in runtime.STAND_IN_LINE
-    runtime.setup("06")                                  # a second setup cell: still on, once
-    assert standin.is_enabled()
-    standin.disable()
-    assert _mix() == "Tensor on device cpu is not on the expected device meta!"
-
-
-def test_the_stand_in_is_on_in_the_thread_that_ran_setup_only(monkeypatch):
-    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
-    monkeypatch.delenv(dev.DEVICE_ENV, raising=False)
-    monkeypatch.delenv(dev.REQUIRE_ENV, raising=False)   # a GPU run's: this test plays a machine without one
-    monkeypatch.setattr(standin, "_note_pending", False)
-    runtime.setup()
-    seen = []
-    worker = threading.Thread(target=lambda: seen.append(_mix()))
-    worker.start()
-    worker.join()
-    assert seen == ["Tensor on device cpu is not on the expected device meta!"] and standin.is_enabled()
-
-
-def test_setup_with_an_accelerator_leaves_the_stand_in_off(capsys):
-    standin.enable()                                     # as an earlier setup on the CPU would have left it
+def test_setup_with_an_accelerator_says_so(capsys):
     with simulated_accelerator("meta"):                  # the device choice finds an accelerator
         device = runtime.setup("06")
-    assert device.type != "cpu" and not standin.is_enabled()
-    assert runtime.STAND_IN_LINE not in capsys.readouterr().out
-
-
-def test_setup_switches_it_on_when_the_course_device_is_the_cpu_beside_an_accelerator(monkeypatch, capsys):
-    monkeypatch.setenv(dev.DEVICE_ENV, "cpu")            # the lessons then use meta as their second device
-    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
-    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda check_available=False: torch.device("meta"))
-    assert runtime.setup("06") == torch.device("cpu") and standin.is_enabled()
-    out = capsys.readouterr().out
-    assert "chose the CPU" in out and runtime.STAND_IN_LINE in out
-
-
-@pytest.mark.parametrize("device, expected", [("cuda:0", "cuda:0"), ("mps", "mps"), (torch.device("cuda", 1), "cuda:1"),
-                                              ("simgpu:0", "simgpu:0"), ("cpu", "meta"), (torch.device("cpu"), "meta")])
-def test_the_second_device_is_the_lessons_device_or_meta_in_place_of_the_cpu(device, expected):
-    """What a lesson moves tensors to: the GPU (or the simulated GPU) it was given; where it runs on the CPU (PyTorch
-    before 2.10, COURSE_DEVICE=cpu), meta, which the setup cell's stand-in makes refuse CPU tensors as a GPU does."""
-    if str(device).startswith("simgpu") and not _simgpu_registered():
-        pytest.skip("the simulated GPU is not registered in this process")
-    got = runtime.second_device(device)
-    assert isinstance(got, torch.device) and str(got) == expected
-    assert runtime.uses_stand_in(device) == (expected == "meta")
-
-
-def _simgpu_registered() -> bool:
-    try:
-        torch.device("simgpu:0")
-        return True
-    except RuntimeError:
-        return False
+    said = " ".join(capsys.readouterr().out.split())
+    assert device == torch.device("meta", 0) and "Accelerator: meta, 1 device(s) visible." in said
+    assert "No GPU here" not in said and "Simulated GPU" not in said
 
 
 # --- COURSE_DEVICE=simgpu, and the accelerator's start-up --------------------------------------------------------

@@ -1,4 +1,4 @@
-"""course_utils.devicerules: the CUDA device checks the simulated GPU and the stand-in follow, pinned against the
+"""course_utils.devicerules: the CUDA device checks the simulated GPU follows, pinned against the
 installed PyTorch's own list of operators (``native_functions.yaml``, shipped in the wheel with torchgen), read here
 with PyYAML rather than with torchgen, as ``scripts/device_rules.py`` reads it."""
 from __future__ import annotations

@@ -14,7 +14,6 @@ import torch
 from nbclient import NotebookClient
 from torch import nn
 
-from course_utils import standin
 from course_utils.extension import ErrorHelp, cell_names, variables_on, without_machinery
 from course_utils.errors import explain_error
 from nbtools import ROOT
@@ -35,7 +34,7 @@ def help_outputs(outputs: list) -> list:
             if o.output_type == "display_data" and "course-error-help" in o.data.get("text/html", "")]
 
 
-MACHINERY = ("torch/_prims", "torch/_refs", "_call_impl", "course_utils/standin.py")   # never in a short traceback
+MACHINERY = ("torch/_prims", "torch/_refs", "_call_impl", "course_utils/simdevice.py")   # never in a short traceback
 
 
 def plain(lines: list) -> str:
@@ -233,7 +232,7 @@ def test_variables_on_lists_the_names_asked_for_first():
     assert variables_on(namespace, ("cpu", "meta"), first=["c", "a"]) == {"cpu": ["c", "b"], "meta": ["a"]}
 
 
-def test_machinery_is_pytorch_internals_and_the_stand_in_not_public_layers(monkeypatch):
+def test_machinery_is_pytorch_internals_not_public_layers():
     def frames(fn):
         try:
             fn()
@@ -245,18 +244,10 @@ def test_machinery_is_pytorch_internals_and_the_stand_in_not_public_layers(monke
             kept.append(short.tb_frame.f_code.co_name)
             short = short.tb_next
         return kept, [f.f_code.co_filename.replace("\\", "/") for f in hidden]
-    x = torch.ones(1, 2)
     kept, hidden = frames(lambda: nn.CrossEntropyLoss(weight=torch.ones(3))(torch.ones(1, 3, device="meta"),
                                                                              torch.zeros(1, dtype=torch.long)))
     assert kept == ["frames", "<lambda>", "forward", "cross_entropy"]      # yours, then the loss's public code
     assert any("torch/_refs/" in f for f in hidden) and any("torch/nn/modules/module.py" in f for f in hidden)
-    monkeypatch.setattr(standin, "_note_pending", False)     # the once-a-session note has its own test
-    standin.enable()
-    try:
-        kept, hidden = frames(lambda: nn.Linear(2, 2).to("meta")(x))
-    finally:
-        standin.disable()
-    assert kept == ["frames", "<lambda>", "forward"] and any(f.endswith("course_utils/standin.py") for f in hidden)
 
 
 def test_a_variable_with_a_part_on_each_device_is_listed_once_and_said_to_be_split():

@@ -18,7 +18,7 @@ from course_utils import devicerules, simdevice
 from course_utils.device import DEVICE_ENV, accelerator
 
 pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {torch.__version__} cannot register "
-                                "the simulated GPU (2.10 and later can); the lessons use the meta stand-in")
+                                "the simulated GPU (2.10 and later can): the course needs 2.10")
 
 #: Cells that run on a GPU: name -> (code, the value its last line must give, as text).
 RUNS = {
@@ -122,6 +122,11 @@ RAISES = {
     "numpy": ("torch.ones(2, device=device).numpy()", "TypeError",
               "can't convert simgpu:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
               "first."),
+    # a GPU pins CPU tensors only: its own tensors are refused with their type's name (CUDA's, 2.10 to 2.15)
+    "pin a device tensor": ("torch.ones(2, device=device).pin_memory()", "RuntimeError",
+                            "cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned"),
+    "pin a device tensor of int64": ("torch.ones(2, dtype=torch.int64, device=device).pin_memory()", "RuntimeError",
+                                     "cannot pin 'CUDALongType' only dense CPU tensors can be pinned"),
     "training on device 1": ("w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward()",
                              "RuntimeError", "The course's simulated GPU computes gradients on simgpu:0 only"),
 }
@@ -202,9 +207,13 @@ def test_the_banner_says_what_is_simulated_and_what_is_not():
     assert "Not simulated: speed (timings measure your CPU), memory limits, pinned memory and CUDA's own API" in banner
 
 
-@pytest.mark.skipif(accelerator() is not None, reason="with an accelerator the lessons use it, not the stand-in")
-def test_course_simulated_gpu_0_keeps_the_meta_stand_in():
-    code = "import course_utils as cu; d = cu.setup(); print(d, cu.standin.is_enabled(), cu.simdevice.is_enabled())"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, simdevice.OFF_ENV: "0"})
-    assert done.stdout.split()[-3:] == ["cpu", "True", "False"], done.stdout + done.stderr
+@pytest.mark.skipif(accelerator() is not None, reason="with an accelerator the lessons use it")
+def test_without_a_gpu_the_banner_says_the_learner_has_a_simulated_one():
+    """No "No accelerator found" where torch.accelerator then reports the simulated GPU, and no word of meta."""
+    env = {k: v for k, v in os.environ.items() if k != DEVICE_ENV}
+    code = "import course_utils as cu, torch; d = cu.setup('01'); print(d, torch.accelerator.current_accelerator())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    banner = " ".join(done.stdout.split())
+    assert done.stdout.split()[-2:] == ["simgpu:0", "simgpu"], done.stdout + done.stderr
+    assert "No GPU here, so the course gives you a simulated one." in banner
+    assert "No accelerator found" not in banner and "meta" not in banner and "stand-in" not in banner

@@ -41,11 +41,11 @@ def test_what_course_modules_let_change_is_still_there():
     """The globals and tables that course code itself changes, which the snapshot therefore does not watch, are
     declared by their modules (``REBOUND``: names; ``CHANGING``: the tables) and still exist: renamed, their changes
     would count as tampering."""
-    from course_utils import exercises, mismatch, simdevice, standin, store
+    from course_utils import exercises, mismatch, simdevice, store
     from course_utils.lessons import l03_to_device
 
     snap = integrity.take_snapshot()
-    for module in (mismatch, simdevice, standin):
+    for module in (mismatch, simdevice):
         assert module.REBOUND and all(hasattr(module, name) for name in module.REBOUND), module.__name__
         assert snap.rebound[module.__name__] == frozenset(module.REBOUND)
     for module in (exercises, l03_to_device, store):
@@ -75,7 +75,7 @@ def test_the_declared_tables_may_change_but_not_be_replaced():
 
 @pytest.mark.parametrize("submission, changed", [
     ("subs/tamper_check.ipynb", "course_utils.check (in the answer cell of 01.nbytes)"),
-    ("subs/tamper_exercises_check.ipynb", "course_utils.exercises.check"),
+    ("subs/tamper_checking_check.ipynb", "course_utils.checking.check"),
     ("subs/tamper_registry.ipynb", "exercise 01.nbytes"),
     ("subs/tamper_torch_equal.ipynb", "torch.equal"),
     ("subs/tamper_during_check.ipynb", "course_utils.grading.Wrong (while 01.nbytes was being checked)"),
@@ -276,7 +276,7 @@ def test_pristine_torch_inside_and_the_learners_state_after():
         assert torch._C._len_torch_function_stack() == 1
     finally:
         torch.set_default_dtype(torch.float32)
-        cu.exercises._restore_default_device(None)
+        cu.checking._restore_default_device(None)
     assert torch._C._len_torch_function_stack() == 0
 
 
