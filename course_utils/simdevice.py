@@ -182,6 +182,8 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     """Run one ATen operation that has a simulated tensor among its arguments: check the devices as CUDA does,
     run it on the CPU tensors behind them, and put the results on the device the GPU would."""
     flat, _ = tree_flatten((args, kwargs))
+    if op_key(func) == "_pack_padded_sequence":
+        return _pack(func, args, kwargs)
     found = {t.device for t in flat if isinstance(t, torch.Tensor)}
     if len(found) > 1:
         _check(func, args, kwargs)
@@ -213,6 +215,18 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
         return original if original is not None else SimTensor(x, target)   # in place and out=: the same tensor
 
     return tree_map(wrap, out)
+
+
+def _pack(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``pack_padded_sequence``: as on CUDA, the lengths must be a 1D CPU int64 tensor (the kernel reads them on the
+    host), the packed data stays on the device and its batch sizes on the CPU."""
+    data, lengths = args[0], args[1]
+    if _on_device(lengths):
+        scalar = torch.empty(0, dtype=lengths.dtype).type().removeprefix("torch.").removesuffix("Tensor")
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D "
+                           f"{lengths.device} {scalar} tensor")
+    packed, batch_sizes = func(*host(args), **host(kwargs))
+    return (SimTensor(packed, data.device.index) if _on_device(data) else packed), batch_sizes
 
 
 def _to_copy(source: torch.Tensor, **kwargs: Any) -> torch.Tensor:

@@ -81,7 +81,7 @@ RAISE_WHEN = {
     "no cuda": "not _torch.cuda.is_available()",
     "no accelerator": "_device.accelerator() is None",
     "accelerator": "_device.accelerator() is not None",
-    "no stand-in": "not _standin.is_enabled()",   # a GPU, or the simulated GPU: not meta playing one
+    "real gpu": "getattr(_device.accelerator(), 'type', 'simgpu') != 'simgpu'",   # not the simulated GPU
     "cpu build": "not _torch.backends.cuda.is_built()",
 }
 
@@ -108,7 +108,7 @@ def _with_raise_checks(cell: dict) -> list[dict]:
     ident = cell.get("id", "cell")
     errors, messages = _listed(declared["error"]), _listed(declared["message"])
     wanted = f"cell {ident} should raise {' or '.join(errors)} with one of {messages}; it raised "
-    after = ("import sys as _sys, torch as _torch, course_utils.device as _device, course_utils.standin as _standin\n"
+    after = ("import sys as _sys, torch as _torch, course_utils.device as _device\n"
              f"if {RAISE_WHEN[declared.get('when', 'always')]}:\n"
              "    _raised = _sys.last_value\n"
              f"    assert type(_raised).__name__ in {errors!r} and any(_m in str(_raised) for _m in {messages!r}), "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import types
 from pathlib import Path
 
 import nbformat
@@ -23,7 +24,7 @@ from nbtools import RAISE_WHEN, load, notebook_paths, raises, source
 #: Families whose errors name two devices: the help must list the variables on them.
 MISMATCH_FAMILIES = {"devices", "index-device", "optimizer-state", "data-parallel"}
 #: Never in a shortened traceback.
-MACHINERY = ("torch/_prims", "torch/_refs", "torch/_decomp", "_call_impl", "course_utils/standin.py")
+MACHINERY = ("torch/_prims", "torch/_refs", "torch/_decomp", "_call_impl", "course_utils/simdevice.py")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -34,23 +35,15 @@ class _KernelDevice:
     @staticmethod
     def accelerator():
         real = course_device.accelerator()
-        return simdevice.NAME if real is None and simdevice.wanted(this_process=False) else real
-
-
-class _KernelStandIn:
-    """``course_utils.standin`` as a lesson's kernel sees it: on where the lesson runs on the CPU (no accelerator
-    and no simulated GPU, or the CPU chosen with ``COURSE_DEVICE``)."""
-
-    @staticmethod
-    def is_enabled():
-        chose_cpu = course_device.chosen_by_user() and course_device.best_device().type == "cpu"
-        return _KernelDevice.accelerator() is None or chose_cpu
+        if real is None and simdevice.wanted(this_process=False):
+            return types.SimpleNamespace(type=simdevice.NAME)   # torch.device cannot name it in this process
+        return real
 
 
 def _raises_here(declared: dict) -> bool:
     """Whether a cell raises in a lesson's kernel (``course.raises.when``), decided as the notebook run decides."""
     return bool(eval(RAISE_WHEN[declared.get("when", "always")],
-                     {"_torch": torch, "_device": _KernelDevice, "_standin": _KernelStandIn}))
+                     {"_torch": torch, "_device": _KernelDevice}))
 
 
 def _device_error_cells() -> list[tuple[Path, int]]:

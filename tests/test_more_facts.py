@@ -88,11 +88,6 @@ def test_a_generator_on_the_cpu_reseeds_its_own_stream():
     assert g.device.type == "cpu" and torch.equal(x, torch.randn(3, generator=g))
 
 
-def test_meta_accepts_a_cpu_generator_and_has_no_generator_of_its_own():
-    assert torch.randn(3, device="meta", generator=torch.Generator()).device.type == "meta"
-    assert raised(lambda: torch.Generator(device="meta")) == "META device type not an accelerator."
-
-
 @pytest.mark.gpu
 @cuda_only
 def test_same_seed_gives_different_numbers_on_cpu_and_cuda():

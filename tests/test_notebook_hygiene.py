@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from course_utils.exercises import exercise_ids, get_exercise
-from course_utils.lessons import LESSONS
+from course_utils.syllabus import LESSONS
 from course_utils.quizzes import quiz_ids
 from nbtools import NOTEBOOK_DIR, RAISE_WHEN, ROOT, exercise_cells, load, notebook_paths, raises, source
 
@@ -84,6 +84,33 @@ class TestNotebook:
         assert len(used) >= 3, "each lesson has at least three predict-then-reveal quizzes"
         assert len(used) == len(set(used))
         assert all(q.startswith(path.name[:2] + ".") for q in used)
+
+
+#: Code that belongs to the retired stand-in (`meta` playing the GPU, or a lesson device that is the CPU): the setup
+#: cell's `device` is always a GPU, real or the simulated one, and the lessons use that one name.
+STAND_IN_CODE = re.compile(r"""second_device|cu\.standin|meta_readback|uses_stand_in"""
+                           r"""|(?<![\w.])device\.type\s*[!=]=\s*["'](?:cpu|meta)["']|\.type\s+in\s+\([^)]*["']meta["']""")
+#: Where a lesson teaches `meta` itself (the heading its cells follow): lesson 01's Going further, lesson 06's big
+#: models built on `meta` and filled with `to_empty`.
+TEACHES_META = {"01": "### `meta`: shapes without data", "06": "### Checkpoints: safe loading, and big models"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_lesson_keeps_a_branch_for_the_stand_in(path):
+    """No cell tests the lesson's device for the CPU or `meta`, calls the retired helpers, or says "stand-in"; a
+    `meta` tensor appears only where the lesson teaches `meta`."""
+    cells = load(path)["cells"]
+    heading = TEACHES_META.get(path.name[:2])
+    teaches = next((i for i, c in enumerate(cells) if heading and heading in source(c)), len(cells))
+    for i, cell in enumerate(cells):
+        text = source(cell)
+        assert "stand-in" not in text.lower(), f"{path.name}, cell {cell.get('id')}: {text[:200]}"
+        if cell["cell_type"] != "code":
+            continue
+        found = STAND_IN_CODE.search(text)
+        assert not found, f"{path.name}, cell {cell.get('id')}: {found and found.group(0)}"
+        if i < teaches:
+            assert not re.search(r"""["']meta["']""", text), f"{path.name}, cell {cell.get('id')} uses meta: {text}"
 
 
 def test_every_registered_id_is_used_and_every_used_id_registered():

@@ -71,6 +71,11 @@ RUNS = {
     "a cpu checkpoint onto the device": (textwrap.dedent("""\
         buf = io.BytesIO(); torch.save(nn.Linear(2, 2).state_dict(), buf); buf.seek(0)
         str(torch.load(buf, map_location=device)['bias'].device)"""), "simgpu:0"),
+    "pack with lengths on the CPU": ("from torch.nn.utils.rnn import pack_padded_sequence\n"
+                                     "p = pack_padded_sequence(torch.ones(3, 5, 2, device=device), "
+                                     "torch.tensor([5, 3, 2]), batch_first=True)\n"
+                                     "[str(p.data.device), str(p.batch_sizes.device), p.batch_sizes.tolist()]",
+                                     "['simgpu:0', 'cpu', [3, 3, 2, 1, 1]]"),
     "DataLoader(pin_memory=True)": ("data = torch.utils.data.TensorDataset(torch.ones(4, 2)); "
                                     "[b[0].shape[0] for b in torch.utils.data.DataLoader(data, batch_size=2, "
                                     "pin_memory=True)]", "[2, 2]"),
@@ -122,6 +127,12 @@ RAISES = {
     "numpy": ("torch.ones(2, device=device).numpy()", "TypeError",
               "can't convert simgpu:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory "
               "first."),
+    # pack_padded_sequence reads the lengths on the host (PackedSequence.cpp's checkLongTensor)
+    "pack with lengths on the device": ("from torch.nn.utils.rnn import pack_padded_sequence\n"
+                                        "pack_padded_sequence(torch.ones(3, 5, 2, device=device), "
+                                        "torch.tensor([5, 3, 2], device=device), batch_first=True)", "RuntimeError",
+                                        "'lengths' argument should be a 1D CPU int64 tensor, but got 1D simgpu:0 "
+                                        "Long tensor"),
     # a GPU pins CPU tensors only: its own tensors are refused with their type's name (CUDA's, 2.10 to 2.15)
     "pin a device tensor": ("torch.ones(2, device=device).pin_memory()", "RuntimeError",
                             "cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned"),
