@@ -54,6 +54,19 @@ def no_accelerator_advice() -> str:
     return "For a real GPU, open the notebook in Colab (badge at the top) and pick a GPU runtime."
 
 
+def real_gpu() -> str | None:
+    """The type of a real GPU PyTorch can use here (``"cuda"``, ``"xpu"``, ``"mps"``), asked of each backend, not of
+    ``torch.accelerator`` (which names the simulated GPU once it is registered); None without one."""
+    for name, backend in (("cuda", torch.cuda), ("xpu", getattr(torch, "xpu", None)),
+                          ("mps", getattr(torch.backends, "mps", None))):
+        try:
+            if backend is not None and backend.is_available():
+                return name
+        except Exception:  # a backend that cannot even answer has no GPU for us
+            continue
+    return None
+
+
 def banner(device: torch.device) -> str:
     """The runtime banner: versions, platform, the chosen device and what to do without a GPU."""
     lines = [
@@ -64,10 +77,10 @@ def banner(device: torch.device) -> str:
         need = ".".join(map(str, MIN_TORCH))
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
                      f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
-    acc = _device.accelerator()
     if simdevice.is_simulated(device):
-        if acc is not None and not simdevice.is_simulated(acc):
-            lines.append(f"An accelerator ({acc.type}) is present but {_device.DEVICE_ENV} chose the simulated GPU.")
+        real = real_gpu()
+        if real is not None:   # torch.accelerator names the simulated GPU once it is registered, even beside one
+            lines.append(f"A GPU ({real}) is present but {_device.DEVICE_ENV} chose the simulated GPU.")
         else:
             lines.append("No GPU here, so the course gives you a simulated one. " + no_accelerator_advice())
         lines.append(SIMULATED_LINE)

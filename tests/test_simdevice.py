@@ -228,3 +228,14 @@ def test_without_a_gpu_the_banner_says_the_learner_has_a_simulated_one():
     assert done.stdout.split()[-2:] == ["simgpu:0", "simgpu"], done.stdout + done.stderr
     assert "No GPU here, so the course gives you a simulated one." in banner
     assert "No accelerator found" not in banner and "meta" not in banner and "stand-in" not in banner
+
+
+def test_the_banner_names_a_real_gpu_that_course_device_set_aside():
+    """Once registered, torch.accelerator names the simulated GPU even beside a real one: the banner asks each
+    backend, so a class that chose the simulated GPU on a GPU machine reads that a GPU is there."""
+    code = ("import torch; torch.cuda.is_available = lambda: True\n"
+            "import course_utils as cu; cu.setup('01')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=SIMULATED_ENV)
+    banner = " ".join(done.stdout.split())
+    assert "A GPU (cuda) is present but COURSE_DEVICE chose the simulated GPU." in banner, done.stdout + done.stderr
+    assert "No GPU here" not in banner
