@@ -199,15 +199,15 @@ def test_course_device_names_the_simulated_gpu_at_index_0_only_and_after_setup(m
 def test_a_check_starts_the_accelerator_before_its_time_limit(monkeypatch):
     """CUDA's start-up (seconds on a busy GPU; an H100 shared by 14 test processes took more than 2 s) must not count
     as the learner's time: cu.check starts it first."""
-    from course_utils import exercises
+    from course_utils import checking
     order = []
     monkeypatch.setattr(dev, "warm_up", lambda: order.append("warm"))
-    real_limit = exercises.time_limit
+    real_limit = checking.time_limit
 
     def limit(seconds):
         order.append("limit")
         return real_limit(seconds)
-    monkeypatch.setattr(exercises, "time_limit", limit)
+    monkeypatch.setattr(checking, "time_limit", limit)
     cu.check("01.nbytes", lambda t: t.numel() * t.element_size())
     assert order[:2] == ["warm", "limit"]
 
