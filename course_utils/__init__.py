@@ -32,7 +32,7 @@ from .loading import set_loader
 #: so that importing the package, and ``python -m course_utils --help``, does not import PyTorch.
 _EXPORTS = {"setup": ("runtime", "setup"),
             "best_device": ("device", "best_device"), "accelerator": ("device", "accelerator"),
-            "is_simulated": ("simdevice", "is_simulated"), "check": ("exercises", "check"),
+            "is_simulated": ("simdevice", "is_simulated"), "check": ("checking", "check"),
             "Result": ("results", "Result"), "exercise": ("widgets", "exercise"),
             "exercise_ids": ("exercises", "exercise_ids"), "quiz": ("widgets", "quiz"),
             "answer": ("learner", "answer"), "hint": ("learner", "hint"), "solution": ("learner", "solution"),

@@ -4,7 +4,7 @@
 | ``report GRADES.csv... --out report.html`` (what a class got wrong: misconceptions, scores, follow-ups)
 | ``autograder --lesson NN`` (a Gradescope bundle)
 | ``links --hub URL | --colab | --binder [--ref vX.Y.Z]`` (launch links, one per lesson, for a branch or a release)
-| ``--version``.
+| ``release --out FOLDER`` (what the students of an assessed class get) | ``--version``.
 
 Each subcommand is a small handler (:data:`COMMANDS`) that imports what it needs when it runs, so ``--help``,
 ``--version`` and usage errors answer at once, without importing PyTorch.
@@ -18,8 +18,12 @@ import textwrap
 from typing import Callable, NamedTuple, Optional
 
 from . import __version__
-from .classroom import autograder, class_report, cli as grade_cli, links
 from .exceptions import CourseError
+
+try:
+    from .classroom import autograder, class_report, cli as grade_cli, links, release
+except ImportError:   # the students' package of an assessed class has no classroom: grading is the teacher's
+    autograder = class_report = grade_cli = links = release = None
 
 #: What ``--version`` prints.
 VERSION_TEXT = f'course_utils {__version__} ("Where does my tensor live?")'
@@ -36,7 +40,7 @@ def _list(args: argparse.Namespace) -> int:
     from .exercises import exercise_ids, get_exercise
     for ex_id in exercise_ids():
         ex = get_exercise(ex_id)
-        print(f"{ex_id:22} {ex.name:18} {ex.title}")
+        print(f"{ex_id:22} {ex.name:18} {ex.points:>2} point{'s' if ex.points != 1 else ' '}  {ex.title}")
     return 0
 
 
@@ -95,6 +99,10 @@ def _links(args: argparse.Namespace) -> int:
     return links.run(args)
 
 
+def _release(args: argparse.Namespace) -> int:
+    return release.run(args)
+
+
 def _exercise_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercise_id", help="the exercise, e.g. 01.nbytes (the list subcommand lists them)")
 
@@ -138,7 +146,8 @@ COMMANDS: dict[str, Command] = {
     "solution": Command(_solution, "show the reference solution (after an attempt)",
                         "Show an exercise's reference solution, once you have attempted it.",
                         f"{PROG} solution 01.nbytes", _exercise_argument),
-    "list": Command(_list, "list the exercises", "List every exercise: its id, the name to define and its title.",
+    "list": Command(_list, "list the exercises", "List every exercise: its id, the name to define, its points and "
+                    "its title.",
                     f"{PROG} list"),
     "explain": Command(_explain, "explain a device error: its cause, fix and lesson "
                                  "(exit status 1: not one the course knows)",
@@ -146,6 +155,9 @@ COMMANDS: dict[str, Command] = {
                        "not one the course knows).",
                        f'{PROG} explain "Expected all tensors to be on the same device"\n  {PROG} explain < '
                        "traceback.txt", _explain_arguments),
+}
+#: The teacher's subcommands (absent from the students' package of an assessed class).
+TEACHER_COMMANDS: dict[str, Command] = {} if grade_cli is None else {
     "grade": Command(_grade, "grade submitted notebooks in isolated processes, into a CSV",
                      "Grade each notebook's answer cells in a fresh, time- and memory-limited process with the "
                      "course's own checks.",
@@ -162,7 +174,11 @@ COMMANDS: dict[str, Command] = {
     "links": Command(_links, "print each lesson's launch links: nbgitpuller for a JupyterHub, Colab, Binder; "
                              "for a branch or a release tag (--ref)", links.DESCRIPTION,
                      f"{PROG} links --hub https://hub.example.edu --ref v{__version__}", links.add_arguments),
+    "release": Command(_release, "write the student release of an assessed class (no reference solutions)",
+                       release.DESCRIPTION, f"{PROG} release --out class-release --repo "
+                       "https://github.com/SCHOOL/CLASS", release.add_arguments),
 }
+COMMANDS.update(TEACHER_COMMANDS)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -10,7 +10,8 @@ import sys
 from typing import Any
 
 from . import misconceptions, modes, store
-from .exercises import check, get_exercise
+from .checking import check
+from .exercises import get_exercise
 from .quizzes import Outcome, get_quiz, grade_choice
 from .results import NOT_ATTEMPTED, Result
 

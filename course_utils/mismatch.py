@@ -10,7 +10,8 @@ of every submodule, the inputs and, if you pass it, the optimizer's state) and s
     report.ok           # True when nothing is out of place
     report.mismatches   # sorted names of the tensors that are not on the target device
 
-It never raises for what you pass it: odd inputs are listed and explained instead.
+It never raises for what you pass it: odd inputs are listed and explained instead. The fixes it suggests are
+:mod:`course_utils.devicefixes`'s.
 :func:`save_as_gpu_checkpoint` writes the file ``torch.save`` writes on a GPU machine, so a
 CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
 """
@@ -29,6 +30,7 @@ from torch.utils.data import DataLoader
 
 from . import inventory
 from .devicemap.model import ODD, DeviceMap, collect
+from .devicefixes import CPU_ONLY, MAYBE_LENGTHS, suggest
 from .devicereport import MISMATCH, NOTE, OK, WARNING, DeviceReport, Entry, is_on
 from .grading import safe_repr
 from .inventory import Found
@@ -116,7 +118,8 @@ def _explain(report: DeviceReport, model: Any, inputs: Any, device: Any, optimiz
     _input_entries(report, target, flat_inputs, packs, data_parallel=scatter is not None)
     if optimizer is not None:
         _optimizer_entries(report, optimizer, walker, model is not None and bool(params))
-    report.suggestions = _suggest(report, params, buffers, target, movers, scatter is not None)
+    report.suggestions = [] if target is None else suggest(report, len(params) + len(buffers), movers,
+                                                          data_parallel=scatter is not None)
 
 
 def _sorted_inputs(inputs: Any) -> tuple[list, list[str], list]:
@@ -150,7 +153,7 @@ def _settle_target(report: DeviceReport, model: Any, device: Any, model_tensors:
                                    f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
     else:
         target, reason = _choose_target(device, model_tensors, voters, report)
-    report.target = None if target is None else _device_text(target)
+    report.target = None if target is None else str(target)
     report.reason = reason
     return target, scatter
 
@@ -276,12 +279,12 @@ def _choose_target(device: Any, model_tensors: list, inputs: list, report: Devic
                                    "falling back to the model's device.")
     votes: Counter = Counter()
     for _, t in model_tensors:
-        votes[_device_text(t.device)] += max(t.numel(), 1)
+        votes[str(t.device)] += max(t.numel(), 1)
     if votes:
         return torch.device(votes.most_common(1)[0][0]), "where most of the model's parameters are"
     for _, t in inputs:
         if isinstance(t, torch.Tensor):
-            votes[_device_text(t.device)] += 1
+            votes[str(t.device)] += 1
     if votes:
         return torch.device(votes.most_common(1)[0][0]), "where most of the inputs are"
     return None, ""
@@ -303,13 +306,8 @@ def _normalise(device: Any) -> torch.device:
     return d
 
 
-
-def _device_text(device: torch.device) -> str:
-    return str(device)
-
-
 def _entry(kind: str, name: str, t: torch.Tensor, status: str, note: str) -> Entry:
-    return Entry(kind, name, _device_text(t.device), str(tuple(t.shape)),
+    return Entry(kind, name, str(t.device), str(tuple(t.shape)),
                  str(t.dtype).replace("torch.", ""), status, note)
 
 
@@ -321,8 +319,6 @@ def _non_tensor_note(value: Any) -> str:
     return "not a tensor: skipped"
 
 
-_CPU_ONLY = "must stay on the CPU"
-_MAYBE_LENGTHS = "looks like sequence lengths"
 _LENGTH_WORD = re.compile(r"(?:len|lens|length|lengths)$", re.IGNORECASE)
 
 
@@ -365,13 +361,13 @@ def _lengths_entry(name: str, value: torch.Tensor, target: Optional[torch.device
     on_cpu = value.device.type == "cpu"
     if packs:
         return _entry("input", name, value, NOTE if on_cpu else MISMATCH,
-                      f"{_CPU_ONLY}: the model calls pack_padded_sequence, which reads lengths on the CPU")
+                      f"{CPU_ONLY}: the model calls pack_padded_sequence, which reads lengths on the CPU")
     if on_cpu or target is None or is_on(value.device, target):
         return _entry("input", name, value, NOTE,
-                      f"{_MAYBE_LENGTHS}: keep it on the CPU if it goes to pack_padded_sequence; on the model's "
+                      f"{MAYBE_LENGTHS}: keep it on the CPU if it goes to pack_padded_sequence; on the model's "
                       "device if the model computes with it (its code did not say which)")
     return _entry("input", name, value, MISMATCH,
-                  f"{_MAYBE_LENGTHS}, on neither the CPU nor {_device_text(target)}")
+                  f"{MAYBE_LENGTHS}, on neither the CPU nor {target}")
 
 
 def _data_parallel_device(model: Any) -> Optional[torch.device]:
@@ -398,12 +394,12 @@ def _cpu_only_entry(name: str, value: Any) -> Entry:
         name, value = f"{name}.generator", gen
         if not isinstance(value, torch.Generator):
             return Entry("input", name, "", "", "None", NOTE, "no generator of its own: uses the CPU's global one")
-    device = _device_text(value.device)
+    device = str(value.device)
     if loader:   # a DataLoader's sampler draws its permutation on the CPU
         return Entry("input", name, device, "", "Generator", NOTE if value.device.type == "cpu" else MISMATCH,
-                     f"{_CPU_ONLY}: a DataLoader draws with it on the CPU")
+                     f"{CPU_ONLY}: a DataLoader draws with it on the CPU")
     return Entry("input", name, device, "", "Generator", NOTE,
-                 f"a generator: a DataLoader's {_CPU_ONLY}; one for torch.randn(..., generator=g) "
+                 f"a generator: a DataLoader's {CPU_ONLY}; one for torch.randn(..., generator=g) "
                  "belongs where it draws")
 
 
@@ -413,11 +409,6 @@ def _loss_modules(loss: Any) -> list:
     if isinstance(loss, dict):
         return [(str(k), v) for k, v in list(loss.items())[:_MAX_ITEMS] if isinstance(v, nn.Module)]
     return [("loss", loss)] if isinstance(loss, nn.Module) else []
-
-
-def _inside_container(name: str, container: str) -> bool:
-    """Whether ``name`` (``layers[0].weight``) is inside the plain container ``container`` (``layers``)."""
-    return name.startswith(container + "[")
 
 
 def _module_tensors(module: nn.Module) -> list:
@@ -456,121 +447,7 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
             report.entries.append(_entry("optimizer state", name, value, NOTE, "0-dim CPU tensor: allowed"))
         else:
             report.entries.append(_entry("optimizer state", name, value, MISMATCH,
-                                         f"its parameter is on {_device_text(p.device)}"))
-
-
-def _suggest(report: DeviceReport, params: list, buffers: list, target: Optional[torch.device],
-             movers: list, data_parallel: bool) -> list[str]:
-    """Fixes for what the report flags, most important first; code is in `backticks`."""
-    if target is None:
-        return []
-    where = f'"{report.target}"'
-    out = _model_fixes(report, params, buffers, where, data_parallel)
-    out += _container_fixes(report)
-    out += _input_fixes(report, movers, where)
-    out += _holder_fixes(report, where)
-    if not (report.mismatches or report.warnings or report.problems) and report.entries:
-        out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
-                   "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
-                   "`device=x.device` or a `*_like` function.")
-    return list(dict.fromkeys(out))
-
-
-def _model_fixes(report: DeviceReport, params: list, buffers: list, where: str, data_parallel: bool) -> list[str]:
-    """Fixes for the model's parameters and buffers that are not on the target (``where``, quoted)."""
-    out: list[str] = []
-    model_bad = [e for e in report.entries if e.kind in ("parameter", "buffer") and e.status == MISMATCH]
-    if not model_bad:
-        return out
-    if any(e.device == "meta" for e in model_bad) and report.target != "meta":
-        out.append("Tensors on meta hold no data, so `.to` cannot move them: build the real tensors with "
-                   f"`model.to_empty(device={where})`, then load the weights with `model.load_state_dict(...)`.")
-    if data_parallel:
-        out.append(f"nn.DataParallel checks that every parameter and buffer is on device_ids[0] "
-                   f"({report.target}) before each call: move the model there, `model.to({where})`. Moving the "
-                   "inputs does not help: it scatters them to its GPUs from wherever they are.")
-    elif len(model_bad) == len(params) + len(buffers):
-        out.append(f"Move the model: `model.to({where})` (in place: every parameter and buffer moves).")
-    else:
-        shown = ", ".join(e.name for e in model_bad[:3]) + (", ..." if len(model_bad) > 3 else "")
-        out.append(f"Part of the model is elsewhere ({shown}): a layer added or a tensor replaced after "
-                   f"moving? Call `model.to({where})` again after changing the model.")
-    return out
-
-
-def _container_fixes(report: DeviceReport) -> list[str]:
-    """Fixes for what `Module.to` does not see: plain tensor attributes, and layers or tensors in plain lists and
-    dicts (one fix per container)."""
-    out: list[str] = []
-    for e in report.entries:
-        if e.kind == "plain attribute":
-            owner, _, attr = e.name.rpartition(".")
-            in_owner = f" (in submodule '{owner}')" if owner else ""
-            if "[" in attr:
-                out.append(f"'{e.name}'{in_owner} is a tensor inside a plain list or dict: `Module.to` does not "
-                           "look inside. Register each tensor with `self.register_buffer(name, tensor)`, or use "
-                           "`nn.ParameterList` / `nn.ParameterDict` if they should be trained.")
-            else:
-                out.append(f"'{e.name}'{in_owner} is a plain tensor attribute: `Module.to` does not move it. "
-                           f"In `__init__`, write `self.register_buffer(\"{attr}\", tensor)` instead "
-                           "(add `persistent=False` to keep it out of the state_dict).")
-        elif e.kind == "unregistered module" and not e.device:   # the module's row; its tensors' rows follow
-            container, _, _ = e.name.partition("[")
-            wrapper = "nn.ModuleDict" if "['" in e.name else "nn.ModuleList"
-            if any(s.startswith(f"'{container}[") for s in out):
-                continue                                          # one fix per plain container
-            where_now = sorted({x.device for x in report.entries if x.kind == "unregistered module" and x.device
-                                and _inside_container(x.name, container)})
-            left = f" (its layers are on {', '.join(where_now)})" if where_now else ""
-            out.append(f"'{container}[...]' holds layers in a plain list or dict: `Module.to` never sees their "
-                       f"parameters{left}, and `model.parameters()` (so the optimizer) misses them. In `__init__`, "
-                       f"write `self.{container.rpartition('.')[2]} = {wrapper}(...)` around the same layers, then "
-                       "move the model again and create the optimizer after.")
-    return out
-
-
-def _input_fixes(report: DeviceReport, movers: list, where: str) -> list[str]:
-    """Fixes for the inputs: a whole batch with its own `.to` in one call, CPU-only arguments and lengths to the
-    CPU, every other input to the target."""
-    out: list[str] = []
-    moved_whole = []
-    for mover in movers:    # a batch with its own `.to` (a BatchEncoding) moves in one call
-        inside = [e for e in report.entries if e.kind == "input" and e.status == MISMATCH and _inside(e.name, mover)]
-        if inside:
-            moved_whole += inside
-            out.append(f"Move the whole batch '{mover}' in one call: `{mover} = {mover}.to({where})` (its `.to` moves "
-                       "every tensor it holds, as a Hugging Face `BatchEncoding` does).")
-    for e in report.entries:
-        if e.kind == "input" and e.status == MISMATCH and e.note.startswith(_CPU_ONLY):
-            fix = (f"`{e.name} = {e.name}.cpu()`" if e.dtype != "Generator" else
-                   "`torch.Generator(device=\"cpu\")` for the DataLoader (and no default device while it runs)")
-            out.append(f"'{e.name}' must be on the CPU, whatever device the model uses: {fix}.")
-        elif e.kind == "input" and e.status == MISMATCH and e.note.startswith(_MAYBE_LENGTHS):
-            out.append(f"'{e.name}' {_MAYBE_LENGTHS}: `{e.name} = {e.name}.cpu()` if it goes to "
-                       f"pack_padded_sequence, `{e.name} = {e.name}.to({where})` if the model computes with it.")
-        elif e.kind == "input" and e.status == MISMATCH and e not in moved_whole:
-            out.append(f"Move input '{e.name}': `{e.name} = {e.name}.to({where})` "
-                       "(`Tensor.to` returns the moved tensor and leaves the original where it was: keep the result).")
-    return out
-
-
-def _holder_fixes(report: DeviceReport, where: str) -> list[str]:
-    """Fixes for tensors held beside the model: by a loss (or another module passed), by the optimizer."""
-    out: list[str] = []
-    for owner in dict.fromkeys(e.name.split(".")[0] for e in report.entries
-                               if e.kind in ("loss", "module") and e.status == MISMATCH):
-        out.append(f"Move '{owner}' with the model: `{owner}.to({where})` (a loss's `weight` / `pos_weight` are "
-                   "buffers, so `Module.to` moves them).")
-    if any(e.kind == "optimizer state" and e.status in (MISMATCH, WARNING) for e in report.entries):
-        out.append("Optimizer state lives where the parameters were when it was created: move the model "
-                   "first, then create the optimizer (or call `optimizer.load_state_dict(...)` after moving: "
-                   "it casts the state to each parameter's device).")
-    return out
-
-
-def _inside(name: str, container: str) -> bool:
-    """Whether the input ``name`` was found inside the container called ``container`` (``"inputs"``: the top level)."""
-    return container == "inputs" or name.startswith(container + "[")
+                                         f"its parameter is on {p.device}"))
 
 
 # --- reproducing a GPU checkpoint on any machine -------------------------------------------------

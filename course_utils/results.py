@@ -12,11 +12,14 @@ from .text import card, code_html
 PREDICTIONS_MIME = "application/vnd.course-utils.predictions+json"
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+#: The students' package of an assessed class: the public checks found nothing wrong; the marks come at grading.
+CHECKED = "checked"
 
 _STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
     PASSED: ("#2e9d4f", "✔"),
     FAILED: ("#d9480f", "✘"),
     NOT_ATTEMPTED: ("#868e96", "○"),
+    CHECKED: ("#1971c2", "◑"),
 }
 
 
@@ -27,7 +30,8 @@ class Result:
     Attributes:
         exercise_id: e.g. ``"01.nbytes"``.
         title: the exercise's short title.
-        status: ``"passed"``, ``"failed"`` or ``"not attempted"``.
+        status: ``"passed"``, ``"failed"`` or ``"not attempted"``; ``"checked"`` where only public checks ran (the
+            students' package of an assessed class, :mod:`course_utils.publiccheck`): no points until grading.
         points: points earned.
         max_points: points available.
         feedback: what went right or wrong, in plain words.
@@ -54,11 +58,16 @@ class Result:
         """False while the answer is still the unsolved stub."""
         return self.status != NOT_ATTEMPTED
 
+    def marks(self) -> str:
+        """``"2/3 points"``; where only public checks ran, the points the grading will give at most."""
+        if self.status == CHECKED:
+            return f"marked when your teacher grades: {self.max_points} points"
+        return f"{self.points}/{self.max_points} points"
+
     def text(self) -> str:
         """Plain text view, for terminals, CI logs and grading scripts."""
         icon = _STYLE[self.status][1]
-        lines = [f"{icon} {self.exercise_id} {self.title}: {self.status} "
-                 f"({self.points}/{self.max_points} points)", self.feedback]
+        lines = [f"{icon} {self.exercise_id} {self.title}: {self.status} ({self.marks()})", self.feedback]
         if self.printed:
             lines.append(f"(your code printed: {self.printed})")
         return "\n".join(lines)
@@ -75,6 +84,6 @@ class Result:
                    f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
         # the status in words, in the theme's text colour (4.5:1 on light and dark); colour only on icon and edge
         heading = (f"<b><span style='color:{colour}'>{icon}</span> {html.escape(self.exercise_id)} "
-                   f"{html.escape(self.title)}: {self.status}</b> <span style='opacity:.75'>({self.points}/{self.max_points} points)</span>")
+                   f"{html.escape(self.title)}: {self.status}</b> <span style='opacity:.75'>({html.escape(self.marks())})</span>")
         return card(f"{heading}<div style='margin-top:4px'>{feedback}</div>{printed}", colour,
                     f"course-result course-{self.status.replace(' ', '-')}")

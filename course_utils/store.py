@@ -19,9 +19,9 @@ from typing import Any, Iterator
 from . import misconceptions
 from .exercises import exercise_ids
 from .files import atomic_open
-from .lessons import LESSONS
 from .quizzes import quiz_ids
 from .results import PREDICTIONS_MIME
+from .syllabus import LESSONS
 from .text import code_html
 
 #: Environment variable naming the progress file (tests and shared machines set it).
@@ -177,13 +177,13 @@ def summary(path: Path | None = None) -> Summary:
     path = Path(path) if path else progress_path()
     data = load(path)
     rows = []
-    for number, title in LESSONS.items():
+    for number, lesson in LESSONS.items():
         quizzes = [q for q in quiz_ids() if q.startswith(number + ".")]
         exercises = [e for e in exercise_ids() if e.startswith(number + ".")]
         answered = [a for q in quizzes if isinstance(a := data["quizzes"].get(q), dict)]
         done = {e: d if isinstance(d := data["exercises"].get(e), dict) else {} for e in exercises}
         rows.append(dict(
-            lesson=number, title=title, quizzes=len(quizzes), answered=len(answered),
+            lesson=number, title=lesson.title, quizzes=len(quizzes), answered=len(answered),
             first_right=sum(bool(a.get("first_correct")) for a in answered),
             exercises=len(exercises),
             passed=sum(bool(d.get("passed")) for d in done.values()),

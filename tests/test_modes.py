@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import course_utils as cu
-from course_utils import exercises, learner, modes
+from course_utils import checking, learner, modes
 from course_utils.classroom import grade_all
 from course_utils.classroom.autograder import build
 from course_utils.classroom.runs import Limits
@@ -101,7 +101,7 @@ def test_assessed_feedback_never_quotes_the_reference_solution(ex_id, monkeypatc
     """Wrong answers of every kind (generated, as in test_check_properties): no code span of the feedback is a line
     or a call of the reference solution."""
     monkeypatch.setenv(modes.MODE_ENV, modes.ASSESSED)
-    monkeypatch.setattr(exercises, "TIME_LIMIT", 5.0)
+    monkeypatch.setattr(checking, "TIME_LIMIT", 5.0)
     ex, pieces = get_exercise(ex_id), _solution_spans(ex_id)
 
     @settings(max_examples=40, deadline=None, derandomize=True, database=None,

@@ -2,11 +2,12 @@
 
 One module per stage (the building blocks of a single check are :mod:`course_utils.grading`):
 
-* :mod:`.submissions`: find the notebooks, read them, tell their lesson, scan their answer cells;
+* :mod:`.submissions`: find the notebooks, read them, tell their lesson; :mod:`.cells`: which cells run, read
+  as IPython reads them, and the static checks on them;
 * :mod:`.runs`: run one submission (fork server, supervisor, worker) and watch it to its end;
-* :mod:`.worker`, :mod:`.integrity`, :mod:`.guard`, :mod:`.processes`: the worker side, what keeps a check honest,
-  and process control; :mod:`.messages`: the signed channel between worker and grader, and the names
-  of its messages and of how a run ends;
+* :mod:`.forkserver`, :mod:`.worker`, :mod:`.integrity`, :mod:`.guard`, :mod:`.processes`: the fork server and the
+  worker side, what keeps a check honest, and process control; :mod:`.messages`: the signed channel between
+  worker and grader, and the names of its messages and of how a run ends;
 * :mod:`.grader`: one submission's grade, and a batch's;
 * :mod:`.reports`: CSV, Gradescope ``results.json`` and the summary; :mod:`.cli`: the command.
 
@@ -19,8 +20,8 @@ Each submission is graded on what its answer cells *do*, not on what the noteboo
    lesson of most of its answer cells, else of the exercise ids the file mentions, else the batch's
    one lesson. Answer cells of other lessons are not run; the grade says they were ignored.
 2. The answer cells run, in notebook order, in a fresh process (:mod:`course_utils.classroom.worker`,
-   forked by a per-run supervisor, itself forked from a server that has imported PyTorch once) with
-   a memory limit (``RLIMIT_DATA`` per process, and a watchdog here that sums the private memory of
+   forked by a per-run supervisor, itself forked from a server that has imported PyTorch once: :mod:`.forkserver`)
+   with a memory limit (``RLIMIT_DATA`` per process, and a watchdog here that sums the private memory of
    every process the run started), a time limit per cell and the package's own time limit per
    check. They run in the namespace a notebook's setup cell gives (``torch``, ``nn``, ``F``, ``cu``,
    ``math``, ``np``, ``device``), read as IPython reads them (magics and ``!`` commands do nothing).
@@ -63,12 +64,14 @@ GPU memory (which no limit here covers). Run batches you do not trust in a conta
 secrets and no network (see the instructor's guide). ``--jobs N`` may use up to
 ``N * --memory-mb`` of RAM.
 """
+from ..exceptions import InvalidSubmission
 from .cli import add_arguments, run
 from .grader import TOTAL, Row, SubmissionGrade, grade_all, grade_notebook
 from .reports import (CSV_HEADER, csv_field, csv_rows, gradescope_folder, gradescope_folders, gradescope_results,
                       summary_table, write_csv, write_gradescope)
 from .runs import Limits
-from .submissions import InvalidSubmission, answer_cells, find_submissions, lesson_of, read_notebook
+from .cells import answer_cells
+from .submissions import find_submissions, lesson_of, read_notebook
 
 __all__ = ["Limits", "Row", "SubmissionGrade", "InvalidSubmission", "find_submissions", "read_notebook",
            "answer_cells", "lesson_of", "grade_notebook", "grade_all", "csv_rows", "csv_field", "write_csv",

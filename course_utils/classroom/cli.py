@@ -13,7 +13,7 @@ import time
 from typing import Iterator, Optional, TextIO
 
 from .. import modes
-from ..exceptions import CourseError
+from ..exceptions import UsageError
 from ..files import is_within, same_file
 from . import layouts, predictions
 from .grader import SubmissionGrade, grade_all
@@ -96,15 +96,11 @@ def _mode(assessed: bool) -> Iterator[None]:
             os.environ[modes.MODE_ENV] = saved
 
 
-class _UsageError(CourseError):
-    """Why ``grade`` exits with status 2 before grading anything (the message is printed as it is)."""
-
-
 def _check_options(args: argparse.Namespace) -> None:
-    """Raise :class:`_UsageError` when grading cannot run here, or a numeric option or ``--lesson`` is wrong."""
+    """Raise :class:`UsageError` when grading cannot run here, or a numeric option or ``--lesson`` is wrong."""
     from ..exercises import exercise_ids, get_exercise
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        raise _UsageError("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited "
+        raise UsageError("Grading needs Linux or macOS (it runs each submission in a forked, resource-limited "
                           "process).")
     problems = []
     if not 1 <= args.jobs <= MAX_JOBS:
@@ -121,21 +117,21 @@ def _check_options(args: argparse.Namespace) -> None:
         problems.append(f"--lesson {args.lesson}: no lesson with exercises has that number "
                         f"(known: {', '.join(lessons)}).")
     if problems:
-        raise _UsageError("\n".join(printable(p) for p in problems))
+        raise UsageError("\n".join(printable(p) for p in problems))
 
 
 def _find(args: argparse.Namespace, stderr: TextIO) -> list[str]:
     """The submissions to grade (a warning for each folder that could not be read); raises
-    :class:`_UsageError` for a path that does not exist, or when there is nothing to grade."""
+    :class:`UsageError` for a path that does not exist, or when there is nothing to grade."""
     unreadable: list[str] = []
     try:
         paths = find_submissions(args.submissions, unreadable)
     except FileNotFoundError as e:
-        raise _UsageError(printable(str(e))) from None
+        raise UsageError(printable(str(e))) from None
     for problem in unreadable:
         print("Warning: " + printable(problem), file=stderr)
     if not paths:
-        raise _UsageError("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)))
+        raise UsageError("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)))
     return paths
 
 
@@ -170,27 +166,27 @@ def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[
 
 def _open_outputs(args: argparse.Namespace, paths: list[str]) -> tuple[CsvFile, dict[str, str]]:
     """The ``--out`` file, and each submission's ``--gradescope`` folder (:func:`gradescope_folders`; none
-    without the option). Raises :class:`_UsageError` for an output that would overwrite an input or
+    without the option). Raises :class:`UsageError` for an output that would overwrite an input or
     cannot be written."""
     clash = _output_clash(args, paths)
     if clash:
-        raise _UsageError(printable(clash))
+        raise UsageError(printable(clash))
     folders: dict[str, str] = {}
     if args.gradescope:
         why = _writable_folder(args.gradescope)
         if why:
-            raise _UsageError(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: "
+            raise UsageError(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: "
                               f"{why}.")
         folders = gradescope_folders(paths)
     if args.predictions:
         parent = os.path.dirname(os.path.abspath(args.predictions))
         if os.path.isdir(args.predictions) or not os.path.isdir(parent):
-            raise _UsageError(f"Cannot write --predictions {printable(args.predictions)}: "
+            raise UsageError(f"Cannot write --predictions {printable(args.predictions)}: "
                               f"{'it is a folder' if os.path.isdir(args.predictions) else 'no such folder'}.")
     try:
         return CsvFile(args.out), folders
     except OSError as e:
-        raise _UsageError(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.") from None
+        raise UsageError(f"Cannot write --out {printable(args.out)}: {e.strerror or type(e).__name__}.") from None
 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
@@ -216,7 +212,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         _check_options(args)
         paths = _find(args, stderr)
         csv_file, folders = _open_outputs(args, paths)
-    except _UsageError as e:
+    except UsageError as e:
         print(e, file=stderr)
         return 2
     started = time.monotonic()

@@ -17,6 +17,7 @@ from typing import Iterable
 
 from ..files import atomic_open
 from . import layouts
+from .class_stats import best_rows
 from .grader import Row
 from .reports import csv_field
 
@@ -37,15 +38,7 @@ def table(rows: Iterable[Row]) -> list[list[str]]:
         rows: exercise rows as ``grade`` writes them (``TOTAL`` rows are ignored).
     """
     rows = [r for r in rows if r.exercise != "TOTAL"]
-    lessons_of: dict[str, set[str]] = defaultdict(set)
-    for row in rows:
-        lessons_of[row.submission].add(row.exercise[:2])
-    whose = layouts.students(lessons_of)
-    best: dict[tuple[str, str], Row] = {}
-    for row in rows:
-        key = (whose[row.submission].key, row.exercise)
-        if key not in best or (row.passed, row.points) > (best[key].passed, best[key].points):
-            best[key] = row
+    _, whose, best = best_rows(rows)
     students = {whose[r.submission].key: whose[r.submission] for r in rows}
     lessons = sorted({exercise[:2] for _, exercise in best})
     possible: dict[str, int] = defaultdict(int)

@@ -11,13 +11,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Sequence
 
-from .. import misconceptions
+from .. import misconceptions, modes
+from ..exceptions import InvalidSubmission, NotANotebook
 from ..results import FAILED, PASSED
+from .cells import (OWN_CELL, AnswerCell, answer_cells, checked_after, defines, own_cells, reaches_into_course,
+                    run_order, why_unrunnable)
 from .messages import FATAL_CELL_ERRORS, CellMessage, End, ResultMessage, Stage, StageMessage, TamperedMessage, clean
 from .runs import STARTUP_LIMIT, Limits, Run, fork_server, grader_error, how_it_ended, run_worker, stop_server
-from .submissions import (OWN_CELL, AnswerCell, InvalidSubmission, NotANotebook, answer_cells, checked_after, defines,
-                          file_lesson, lesson_exercises, lesson_of, own_cells, reaches_into_course, read_notebook,
-                          run_order, why_unrunnable)
+from .submissions import file_lesson, lesson_exercises, lesson_of, read_notebook
 
 
 TOTAL = "TOTAL"
@@ -100,12 +101,15 @@ def _grade_of(submission: str, exercises: list[str], decided: dict[str, Decision
               events: Optional[list[str]] = None, note_code: str = "") -> SubmissionGrade:
     """The grade: a row per exercise (``decided``: exercise -> :class:`Decision`), none passed when
     ``note`` says why the whole submission was not graded (``note_code``: its code)."""
-    from ..exercises import get_exercise, part_marks
+    from ..checking import part_marks
+    from ..exercises import get_exercise
     rows, whole = [], note_code or misconceptions.NOT_GRADED
     for ex_id in exercises:
         ex = get_exercise(ex_id)
         status, feedback, code, part = decided.get(ex_id, _failed(note or "Not graded.", whole))
         passed = status == PASSED and not note
+        if modes.assessed() and not passed:   # decided here, where learner code cannot switch the mode
+            feedback = modes.withhold_fixes(feedback)
         points = ex.points if passed else 0 if note else part_marks(part, ex.points)
         rows.append(Row(submission, ex_id, points, ex.points, passed, clean(feedback),
                         "" if passed else (whole if note else code or misconceptions.WRONG_VALUE)))

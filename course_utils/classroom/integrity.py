@@ -34,6 +34,7 @@ from torch._C import (_len_torch_dispatch_stack, _len_torch_function_stack, _pop
                       _push_on_torch_function_stack)
 
 from course_utils import exercises
+from course_utils.exceptions import GraderLimit
 
 #: Attributes PyTorch rebinds in normal use (``torch.set_default_dtype`` sets ``torch.Storage``), by module. What
 #: course code changes when a learner legitimately calls it, each course module declares (:meth:`Snapshot.allow`).
@@ -294,10 +295,6 @@ def _equivalent(old: Any, new: Any, depth: int = 0) -> bool:
                 and all(_equivalent(getattr(old, a), getattr(new, a), depth + 1)
                         for a in ("__code__", "__defaults__", "__kwdefaults__", "__dict__")))
     return False
-
-
-class GraderLimit(Exception):
-    """The grader itself could not go on (out of memory while verifying): not the learner's fault."""
 
 
 def verify(snap: Snapshot, free: Callable[[], Any]) -> list[str]:

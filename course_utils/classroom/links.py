@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Optional, TextIO
 from urllib.parse import quote, urlparse
 
+from ..syllabus import LESSONS
+
 
 #: The checkout's pyproject.toml, whose ``[tool.course]`` table holds the repository address and branch.
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -46,12 +48,6 @@ def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
             raise KeyError("tool.course") from None
         conf = dict(re.findall(r'^(\w+)\s*=\s*"([^"]*)"', table.group(1), re.M))
     return conf["repository"].rstrip("/"), conf["branch"]
-
-
-def lesson_notebooks() -> list[tuple[str, str]]:
-    """(lesson number, notebook file name) in course order (:data:`course_utils.lessons.NOTEBOOKS`)."""
-    from .. import lessons
-    return sorted(lessons.NOTEBOOKS.items())
 
 
 def nbgitpuller_link(hub: str, repo: str, branch: str, notebook: str, app: str = "lab") -> str:
@@ -123,7 +119,6 @@ def lesson_links(kinds: list[str], repo: str, ref: str, notebook: str, hub: str 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Print each lesson's links. Returns 0, or 2 for a bad option."""
-    from .. import lessons
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     kinds = [kind for kind, wanted in (("hub", args.hub is not None), ("colab", getattr(args, "colab", False)),
                                        ("binder", getattr(args, "binder", False))) if wanted]
@@ -154,10 +149,9 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         print(f"Note: nbgitpuller clones the tag {ref} on a student's first click, but a later click merges "
               f"origin/{ref}, which a tag does not have; to keep a hub on a release, push a branch made from "
               f"the tag (git push origin {ref}:refs/heads/BRANCH) and give --ref BRANCH.", file=stderr)
-    for number, notebook in lesson_notebooks():
-        title = lessons.LESSONS.get(number, notebook)
-        urls = lesson_links(kinds, repo, ref, notebook, args.hub or "", args.app)
+    for lesson in LESSONS.values():   # course order
+        urls = lesson_links(kinds, repo, ref, lesson.notebook, args.hub or "", args.app)
         lines = ([f"  {url}" for url in urls] if len(kinds) == 1
                  else [f"  {LABELS[kind] + ':':11} {url}" for kind, url in zip((k for k in KINDS if k in kinds), urls)])
-        print("\n".join([f"{number} {title}", *lines]), file=stdout)
+        print("\n".join([f"{lesson.number} {lesson.title}", *lines]), file=stdout)
     return 0

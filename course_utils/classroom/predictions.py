@@ -16,11 +16,12 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO
 
+from ..exceptions import InvalidSubmission
 from ..files import atomic_open
 from ..results import PREDICTIONS_MIME
 from .layouts import Student
 from .reports import csv_field, csv_unescape
-from .submissions import InvalidSubmission, read_notebook
+from .submissions import read_notebook
 
 def _quizzes():
     """The quiz registry (imported when first needed: ``grade --help`` does not import PyTorch)."""

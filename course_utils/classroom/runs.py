@@ -22,9 +22,9 @@ from typing import Callable, Optional
 
 from .. import modes
 from . import processes as procs
+from .cells import AnswerCell
 from .messages import (TAMPERED_EXIT, CellMessage, DoneMessage, End, ErrorMessage, Job, Message, ReadyMessage,
                        ResultMessage, Stage, StageMessage, TamperedMessage, read_status, unsign)
-from .submissions import AnswerCell
 
 
 #: Seconds a worker may take to start (fork, limits, snapshot) before learner code runs.
@@ -61,7 +61,7 @@ class Limits:
 
 class ForkServer:
     """A ``python`` process that has imported PyTorch once and, per run, forks a supervisor that forks
-    a fresh worker (:func:`course_utils.classroom.worker.serve`). It leads a session of its own, and
+    a fresh worker (:func:`course_utils.classroom.forkserver.serve`). It leads a session of its own, and
     exits, killing every process it started, when this closes (or when the thread that started it
     ends)."""
 
@@ -71,7 +71,7 @@ class ForkServer:
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env["PYTHONHASHSEED"] = "0"  # the same set and dict orders in every batch: the same feedback
-        code = f"from course_utils.classroom.worker import serve; serve({theirs.fileno()})"
+        code = f"from course_utils.classroom.forkserver import serve; serve({theirs.fileno()})"
         with theirs:
             self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(theirs.fileno(),),
                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)

@@ -1,15 +1,11 @@
-"""Worker side of ``python -m course_utils grade``: a fork server, and one child per submission.
+"""Worker side of ``python -m course_utils grade``: the process that runs one submission's answer cells and checks.
 
-Private to :mod:`course_utils.classroom`, whose docstring describes the design and the threat model.
-Importing this module imports PyTorch, every course module and the modules PyTorch would otherwise
-import lazily during the first checks (3-5 s per process). Where no GPU is, :func:`serve` also makes
-the state each run starts from (:func:`_pristine`: the namespace, the guard, the snapshot) once. It then
-forks a fresh child per run from that pristine state; a child never comes from another submission's process.
-
-Per run, the grader passes three pipes: the job (read by the child), the channel (the child's
-signed messages, one JSON line each) and the status (the run's supervisor, forked by the server,
-writes ``session S W`` (its pid and the worker's), then ``exit N`` or ``signal N`` once it has reaped
-the worker). The learner's prints go to ``/dev/null``.
+Private to :mod:`course_utils.classroom`, whose docstring describes the design and the threat model. The fork
+server (:mod:`.forkserver`) forks a fresh worker per run. Importing this module imports PyTorch, every course module
+and the modules PyTorch would otherwise import lazily during the first checks (3-5 s per process), so the server
+does it once; where no GPU is, it also makes the state each run starts from once (:func:`pristine_state`: the
+namespace, the guard, the snapshot). The worker reads its job, sends signed messages (one JSON line each) on its
+channel, and sends the learner's prints to ``/dev/null``.
 
 A run (:func:`main`) grades the way the notebook runs: answer cells in notebook order, read as
 IPython reads them, each exercise checked right after its last answer cell, in PyTorch's pristine
@@ -22,7 +18,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
-import contextlib
 import gc
 import importlib
 import inspect
@@ -30,12 +25,9 @@ import math
 import os
 import pkgutil
 import resource
-import select
 import signal
-import socket
 import tempfile
 import types
-import warnings
 from typing import Any, Callable, Optional
 
 # Ask PyTorch to probe CUDA through NVML, which does not initialise CUDA in the fork server
@@ -47,16 +39,16 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
-from course_utils import exercises, misconceptions, modes  # noqa: E402
+from course_utils import checking, exercises, misconceptions, modes  # noqa: E402
+from course_utils.classroom.cells import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
 from course_utils.classroom.guard import ReferenceGuard  # noqa: E402
-from course_utils.classroom.integrity import (GraderLimit, Snapshot, changes, prepare_pytorch,  # noqa: E402
-                                           pristine_torch, take_snapshot, torch_settings, type_name, verify)
+from course_utils.classroom.integrity import (Snapshot, prepare_pytorch, pristine_torch, take_snapshot,  # noqa: E402
+                                           torch_settings, type_name, verify)
 from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, CellFailure,  # noqa: E402
                                             CellMessage, DoneMessage, ErrorMessage, Job, Message, ReadyMessage,
-                                            ResultMessage, Stage, StageMessage, TamperedMessage, exit_line, frame,
-                                            session_line, sign)
-from course_utils.classroom.submissions import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
+                                            ResultMessage, Stage, StageMessage, TamperedMessage, frame, sign)
 from course_utils.device import warm_up  # noqa: E402
+from course_utils.exceptions import GraderLimit  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
@@ -79,17 +71,17 @@ for _lazy in ("torch._dynamo", "torch.fx.experimental.symbolic_shapes", "IPython
 prepare_pytorch()
 
 
-def _no_accelerator() -> bool:
+def no_accelerator() -> bool:
     """Whether this machine has no CUDA or MPS device, asked as the fork server may (through NVML for CUDA, which
     starts nothing that a fork cannot keep)."""
     return not (torch.cuda.is_available() or torch.backends.mps.is_available())
+
 
 #: Cell magics whose body IPython runs as ordinary code in the notebook's namespace.
 _BODY_MAGICS = frozenset({"time", "capture"})
 _MISSING = object()
 
-__all__ = ["Snapshot", "take_snapshot", "changes", "verify", "run_cell", "check_answer", "notebook_namespace",
-           "main", "serve"]
+__all__ = ["run_cell", "check_answer", "notebook_namespace", "main", "pristine_state", "no_accelerator", "Pristine"]
 
 
 class _NoIPython:
@@ -120,7 +112,7 @@ class _NoIPython:
 
 
 def _compile(source: str, filename: str, guard: ReferenceGuard) -> types.CodeType:
-    """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.submissions.strip_magics`), and
+    """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.cells.strip_magics`), and
     record its code as the learner's own (see :meth:`ReferenceGuard.answer_code`)."""
     code = compile(strip_magics(source), filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     guard.answer_code(code)
@@ -188,7 +180,7 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
     namespace["get_ipython"] = lambda: ipython  # what IPython's transformer turns magics into
     before = set(namespace)
     try:
-        with exercises.time_limit(seconds):
+        with checking.time_limit(seconds):
             _exec(code, namespace)
     except TimeLimit:
         return CellFailure(CellError.TIMEOUT, f"Your answer cell did not finish within {seconds:g} s and was "
@@ -243,7 +235,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure],
         return taken
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
-            result = exercises.check(ex_id, answer, timeout=timeout)
+            result = checking.check(ex_id, answer, timeout=timeout)
         status, feedback, code, points = str(result.status), str(result.feedback), str(result.code), result.points
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return ResultMessage(ex_id, FAILED, f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, which "
@@ -275,12 +267,13 @@ def _isolate(memory_mb: int) -> None:
 
     tmp = os.environ.pop("COURSE_GRADE_TMP", "") or tempfile.mkdtemp(prefix="course-grade-")
     _drop_privileges(os.environ.pop(GRADE_USER_ENV, ""), tmp)  # first: a change of user clears PDEATHSIG
-    # A group of its own inside its supervisor's session (see _child): `os.killpg(0, ...)` in an
+    # A group of its own inside its supervisor's session (see forkserver): `os.killpg(0, ...)` in an
     # answer reaches the learner's processes, not the supervisor.
     os.setpgid(0, 0)
     procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with its supervisor
     procs.prctl(procs.PR_SET_DUMPABLE, 1)  # the supervisor is not; the grader reads this one's memory
     os.environ["TMPDIR"] = tempfile.tempdir = tmp  # the learner's temporary files go there too
+    os.chdir(tmp)   # and the files it writes by a relative path: never in the graded folder, nor another run's
     # RLIMIT_DATA, not RLIMIT_AS: it caps what the process can actually allocate (heap and private
     # mappings) but not reserved address space, which CUDA reserves by the tens of GB. The limit is
     # counted on top of what PyTorch already holds, which differs by build (CUDA builds hold more).
@@ -336,7 +329,7 @@ def _data_in_use() -> int:
 
 def notebook_namespace() -> dict:
     """What a notebook's setup cell provides, for the answer cells to run in: its names, and what its
-    ``cu.setup()`` does (the stand-in GPU on where there is no accelerator). Done before the snapshot, so
+    ``cu.setup()`` does (the simulated GPU where there is no accelerator). Done before the snapshot, so
     that an answer cell which calls ``cu.setup()`` again (a copied setup cell) changes nothing."""
     try:
         device = course_utils.setup()   # its banner goes to /dev/null, as the learner's prints do
@@ -356,7 +349,7 @@ def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
     Args:
         channel: file descriptor of the pipe to the grader.
         job: the cells, the exercises to check, the limits, and the HMAC key for this run.
-        pristine: the state to start from, made by the fork server (:func:`_pristine`); else made here.
+        pristine: the state to start from, made by the fork server (:func:`pristine_state`); else made here.
 
     The cells run in order; each exercise of ``check`` is checked right after its last cell (one
     without cells, at the end). The messages sent, and their order, are described in
@@ -408,7 +401,7 @@ class _Run:
     def __init__(self, job: Job, send: Callable[[Message], None], pristine: Optional[Pristine] = None) -> None:
         self.job, self.send = job, send
         self.look, self.leave = verify, os._exit  # its own references, as send's
-        self.namespace, self.guard, self.start, self.snap = pristine or _pristine()
+        self.namespace, self.guard, self.start, self.snap = pristine or pristine_state()
         self.cell_errors: dict[str, CellFailure] = {}  # exercise -> the error of its answer cells that counts
 
     def cells_and_checks(self) -> None:
@@ -460,11 +453,11 @@ class _Run:
                 self.leave(TAMPERED_EXIT)
 
 
-#: What a run starts from: (namespace, guard, PyTorch's settings, snapshot), see :func:`_pristine`.
+#: What a run starts from: (namespace, guard, PyTorch's settings, snapshot), see :func:`pristine_state`.
 Pristine = tuple[dict, ReferenceGuard, list[Any], Snapshot]
 
 
-def _pristine() -> Pristine:
+def pristine_state() -> Pristine:
     """What a run starts from, before any learner code: the notebook's namespace (after its ``cu.setup()``), the
     reference guard installed on it, PyTorch's settings and the snapshot of what must not change."""
     torch.set_num_threads(1)  # the same arithmetic whatever --jobs is: deterministic grades
@@ -472,156 +465,3 @@ def _pristine() -> Pristine:
     guard = ReferenceGuard(namespace)
     guard.install()
     return namespace, guard, torch_settings(), take_snapshot()
-
-
-def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[Pristine]) -> None:
-    """The run's supervisor, forked by :func:`serve`: it forks the worker and outlives it. Never returns.
-
-    The supervisor leads a new session and is a subreaper (``PR_SET_CHILD_SUBREAPER``), so every
-    process the learner's code starts stays in its session or, if it leaves it (a double-forked
-    daemon), is adopted by it. It reports ``session <its pid> <worker pid>`` on the status pipe, waits
-    for the worker, kills everything left below itself, then reports ``exit N`` or ``signal N``.
-
-    Learner code that stops or kills its parent (``os.getppid()``) reaches this supervisor, not the
-    fork server: the grader resumes it (``SIGCONT``), or does without its report.
-    """
-    from course_utils.classroom import processes as procs
-
-    try:
-        os.setsid()
-        procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
-        procs.prctl(procs.PR_SET_DUMPABLE, 0)  # learner code cannot open its pipes or ptrace it
-        worker = os.fork()
-        if worker == 0:  # the worker: read the job (with its key), then grade it
-            try:
-                os.close(status_fd)
-                # Ctrl-C is the grader's (this process has its own session): a SIGINT here can only
-                # come from learner code (os.kill, _thread.interrupt_main), which must not interrupt
-                # the grader's own code between two steps.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                with os.fdopen(job_fd, "rb") as f:
-                    job = Job.from_json(f.read())
-                os.environ["COURSE_GRADE_TMP"] = job.tmp  # for _isolate
-            except BaseException:
-                os._exit(4)
-            main(channel_fd, job, pristine)
-        os.close(job_fd)
-        os.close(channel_fd)
-        _write_status(status_fd, session_line(os.getpid(), worker))
-        status = procs.supervise(worker, status_fd)
-        if status is not None:
-            _write_status(status_fd, exit_line(status), close=True)
-    except BaseException:
-        pass
-    os._exit(0)
-
-
-def serve(control_fd: int) -> None:
-    """Fork server loop: for each request on the control socket (1 byte carrying the job, channel
-    and status pipes), fork a supervisor that forks the worker (:func:`_child`). Returns, killing
-    every process it started, when the grader closes the socket.
-
-    The server is a subreaper too: a learner's process whose supervisor was killed is adopted here
-    and killed. While runs are going, it resumes the grader if learner code stopped it (the grader
-    does the same for the server).
-    """
-    from course_utils.classroom import processes as procs
-
-    control = socket.socket(fileno=control_fd)
-    pristine = _become_server()
-    me = os.getpid()
-    try:
-        _serve_requests(control, pristine)
-    finally:
-        procs.kill_until_gone(lambda: procs.below(me), reap=True)
-
-
-def _become_server() -> Optional[Pristine]:
-    """Make this process the fork server: signals, its place among the processes, and the state every run
-    starts from (``None`` where a GPU is: each run makes its own)."""
-    from course_utils.classroom import processes as procs
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle; it then closes the socket
-    warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)  # torch's idle thread
-    procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
-    procs.prctl(procs.PR_SET_DUMPABLE, 0)  # learner code cannot ptrace it to tamper with later workers
-    procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the grader, even while stopped
-    # Where no accelerator has to start, every run forks a copy of one pristine state (its own would cost it about
-    # 40 ms); where a GPU is, each run makes its own after CUDA's start-up, which must never happen in the server.
-    pristine: Optional[Pristine] = None
-    if _no_accelerator():
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):  # cu.setup()'s banner
-            pristine = _pristine()
-    gc.freeze()  # what every run inherits: their collections need not visit (and copy) it
-    return pristine
-
-
-def _serve_requests(control: socket.socket, pristine: Optional[Pristine]) -> None:
-    """Fork a supervisor per request on ``control`` until the grader closes it; meanwhile reap them, resume the
-    grader if it was stopped and kill the orphans adopted here (see :func:`serve`)."""
-    import time
-
-    from course_utils.classroom import processes as procs
-
-    grader, me = os.getppid(), os.getpid()
-    supervisors: set[int] = set()
-    next_look = busy_until = 0.0
-    while True:
-        now = time.monotonic()
-        timeout = 0.05 if supervisors else (1.0 if now < busy_until else None)
-        readable, _, _ = select.select([control], [], [], timeout)
-        _reap(supervisors)
-        now = time.monotonic()
-        if supervisors:
-            procs.resume_if_stopped(grader)
-            busy_until = now + 5.0
-        if now < busy_until and now >= next_look:  # adopted orphans (their supervisor was killed)
-            next_look = now + 0.25
-            table = procs.process_table()
-            procs.signal_all({p.pid for p in table.values() if p.ppid == me and p.state not in "ZX"}
-                             - supervisors)
-        if readable and not _fork_supervisor(control, pristine, supervisors):
-            return
-
-
-def _fork_supervisor(control: socket.socket, pristine: Optional[Pristine], supervisors: set[int]) -> bool:
-    """Take one request from ``control`` and fork its supervisor (:func:`_child`), noted in ``supervisors``; a
-    request without its three pipes is dropped. Returns ``False`` when the grader has closed the socket."""
-    message, fds, _, _ = socket.recv_fds(control, 1, 3)
-    if not message:
-        return False
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        return True
-    pid = os.fork()
-    if pid == 0:
-        control.close()
-        _child(*fds, pristine)
-    supervisors.add(pid)
-    for fd in fds:
-        os.close(fd)
-    return True
-
-
-def _reap(supervisors: set[int]) -> None:
-    """Wait for the server's children that have ended: supervisors, and adopted orphans."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        supervisors.discard(pid)
-
-
-def _write_status(fd: int, line: bytes, close: bool = False) -> None:
-    """Write one line (:func:`~course_utils.classroom.messages.session_line`, :func:`~course_utils.classroom.
-    messages.exit_line`) to the grader's status pipe (and close it); a closed pipe is not an error."""
-    try:
-        os.write(fd, line)
-    except OSError:  # the grader stopped listening
-        pass
-    if close:
-        os.close(fd)

@@ -16,12 +16,13 @@ lesson section teaches each family; families no lesson teaches yet point to the 
 Every :class:`Wording` is a message exactly as PyTorch prints it, with the PyTorch versions that
 print it and where that was checked (a build's string table, PyTorch's source, a real run). What
 only a GPU or a Mac prints, and was not run on one, says so. This package imports nothing from the
-rest of the package but the bottom floor's :mod:`course_utils.text`, so any part of it (``setup``
-included) may use it.
+rest of the package but the bottom floor's :mod:`course_utils.text` and :mod:`course_utils.syllabus` (the lessons'
+notebooks), so any part of it (``setup`` included) may use it.
 
 Its modules: :mod:`~course_utils.errors.schema` (what an entry is, and :data:`LESSONS`),
 :mod:`~course_utils.errors.tailors` (the words that depend on the message), :mod:`~course_utils.errors.catalogue`
-(:data:`FAMILIES`, the data) and :mod:`~course_utils.errors.explain` (:func:`explain_error`).
+(:data:`FAMILIES`, the data; its first families, tensors on different devices, are
+:mod:`~course_utils.errors.mixed_devices`'s) and :mod:`~course_utils.errors.explain` (:func:`explain_error`).
 """
 from __future__ import annotations
 

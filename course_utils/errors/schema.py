@@ -3,7 +3,7 @@
 :class:`Wording` is one message as PyTorch prints it, :class:`Family` one kind of error (its patterns, wordings,
 cause, fix and ``tailor``), :class:`Reading` what a family's ``tailor`` gets and returns. :data:`LESSONS` maps a
 family to the lesson section that teaches it; families no lesson teaches yet point to the appendix
-:data:`FIELD_GUIDE`.
+:data:`FIELD_GUIDE`. Notebooks are named by their lesson's record (:data:`course_utils.syllabus.LESSONS`).
 """
 from __future__ import annotations
 
@@ -11,49 +11,65 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-__all__ = ["Wording", "Family", "Reading", "LESSONS", "FIELD_GUIDE"]
+from ..syllabus import LESSONS as SYLLABUS
 
-#: The appendix for problems no lesson teaches yet.
-FIELD_GUIDE = "08_field_guide"
+__all__ = ["Wording", "Family", "Reading", "LESSONS", "FIELD_GUIDE", "DEV", "ALL_CHECKED", "MAC_SOURCE"]
 
-#: Family key -> (notebook, section) that teaches it. Update here when a lesson starts teaching one.
+#: A device in a message's pattern: cpu, cuda:0, mps, meta, xpu:1 ...
+DEV = r"[A-Za-z_]+(?::\d+)?"
+# How the versions were checked, in the words the catalogue's wordings use (see docs/errors.md):
+#: a format string or source file found in the CUDA wheels of 2.7, 2.8 and 2.14 and the CPU build of 2.13
+ALL_CHECKED = "2.7, 2.8, 2.13 and 2.14 (all checked)"
+#: what a Mac's build prints, read in PyTorch's source: the Linux wheels checked here do not contain it
+MAC_SOURCE = "Mac (MPS) builds; read in PyTorch's source, not run on a Mac here"
+
+#: The appendix for problems no lesson teaches yet (its notebook's stem).
+FIELD_GUIDE = SYLLABUS["08"].stem
+
+
+def _taught(lesson: str, section: str) -> tuple[str, str]:
+    """(the notebook of ``lesson``, by its stem; ``section``): where a family is taught."""
+    return SYLLABUS[lesson].stem, section
+
+
+_CHECKPOINTS = _taught("06", "Going further (optional) › Checkpoints: safe loading, and big models without memory")
+#: Family key -> (notebook stem, section) that teaches it. Update here when a lesson starts teaching one.
 LESSONS: dict[str, tuple[str, str]] = {
-    "devices": ("06_mismatch_errors", "1. Meet the error"),
-    "no-kernel": ("06_mismatch_errors", "1. Meet the error"),
-    "data-parallel": (FIELD_GUIDE, "Going further (optional) › DataParallel wants the model on `cuda:0` first"),
-    "optimizer-state": ("06_mismatch_errors", "6. Optimizer state"),
-    "cuda-oom": (FIELD_GUIDE, "CUDA out of memory"),
-    "mps-oom": (FIELD_GUIDE, "Going further (optional) › MPS out of memory"),
-    "numpy": ("03_to_device", "8. NumPy lives on the CPU"),
-    "numpy-grad": ("03_to_device", "8. NumPy lives on the CPU"),
-    "no-to": ("03_to_device", "7. Batches with structure"),
-    "no-device": ("05_device_attribute", "4. A model has no `.device`"),
-    "module-init": ("03_to_device", "Pitfalls"),
-    "device-assert": (FIELD_GUIDE, "Device-side asserts"),
-    "label-range": (FIELD_GUIDE, "Device-side asserts"),
-    "module-prefix": (FIELD_GUIDE, "Checkpoints from DataParallel / DDP"),
-    "fork": (FIELD_GUIDE, "CUDA in DataLoader workers"),
-    "kernel-image": (FIELD_GUIDE, "A PyTorch built for other GPUs"),
-    "mps-op": (FIELD_GUIDE, "Operators MPS lacks"),
-    "index-device": ("06_mismatch_errors", "Going further (optional) › Indexing with an index on another device"),
-    "mps-float64": ("04_cuda", "Going further (optional) › Apple's GPU (MPS) is not CUDA"),
-    "lengths": (FIELD_GUIDE, "Going further (optional) › Sequence lengths stay on the CPU"),
-    "no-cuda": ("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
-    "ordinal": ("04_cuda", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
-    "map-location": (FIELD_GUIDE, "Loading a GPU checkpoint without a GPU"),
-    "weights-only": ("06_mismatch_errors",
-                     "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
-    "pin": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
-    "no-accelerator": ("07_transfer_cost", "4. Pinned memory and `non_blocking`"),
-    "op-devices": ("06_mismatch_errors", "1. Meet the error"),
-    "cpu-scalars": ("06_mismatch_errors", "7. Where PyTorch does move a tensor for you"),
-    "addcmul-scalar": ("06_mismatch_errors", "Going further (optional) › Operations that refuse the 0-dim pass"),
-    "leaf": ("03_to_device", "Going further (optional) › Training a tensor you moved"),
-    "sync-debug": ("07_transfer_cost", "Going further (optional) › Let PyTorch point at every synchronisation"),
-    "generator": (FIELD_GUIDE, "Going further (optional) › Default devices, samplers and generators"),
-    "meta-data": ("06_mismatch_errors",
-                  "Going further (optional) › Checkpoints: safe loading, and big models without memory"),
+    "devices": _taught("06", "1. Meet the error"),
+    "no-kernel": _taught("06", "1. Meet the error"),
+    "data-parallel": _taught("08", "Going further (optional) › DataParallel wants the model on `cuda:0` first"),
+    "optimizer-state": _taught("06", "6. Optimizer state"),
+    "cuda-oom": _taught("08", "CUDA out of memory"),
+    "mps-oom": _taught("08", "Going further (optional) › MPS out of memory"),
+    "numpy": _taught("03", "8. NumPy lives on the CPU"),
+    "numpy-grad": _taught("03", "8. NumPy lives on the CPU"),
+    "no-to": _taught("03", "7. Batches with structure"),
+    "no-device": _taught("05", "4. A model has no `.device`"),
+    "module-init": _taught("03", "Pitfalls"),
+    "device-assert": _taught("08", "Device-side asserts"),
+    "label-range": _taught("08", "Device-side asserts"),
+    "module-prefix": _taught("08", "Checkpoints from DataParallel / DDP"),
+    "fork": _taught("08", "CUDA in DataLoader workers"),
+    "kernel-image": _taught("08", "A PyTorch built for other GPUs"),
+    "mps-op": _taught("08", "Operators MPS lacks"),
+    "index-device": _taught("06", "Going further (optional) › Indexing with an index on another device"),
+    "mps-float64": _taught("04", "Going further (optional) › Apple's GPU (MPS) is not CUDA"),
+    "lengths": _taught("08", "Going further (optional) › Sequence lengths stay on the CPU"),
+    "no-cuda": _taught("04", "1. `.cuda()`: a shortcut that only knows CUDA"),
+    "ordinal": _taught("04", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
+    "map-location": _taught("08", "Loading a GPU checkpoint without a GPU"),
+    "weights-only": _CHECKPOINTS,
+    "pin": _taught("07", "4. Pinned memory and `non_blocking`"),
+    "no-accelerator": _taught("07", "4. Pinned memory and `non_blocking`"),
+    "op-devices": _taught("06", "1. Meet the error"),
+    "cpu-scalars": _taught("06", "7. Where PyTorch does move a tensor for you"),
+    "addcmul-scalar": _taught("06", "Going further (optional) › Operations that refuse the 0-dim pass"),
+    "leaf": _taught("03", "Going further (optional) › Training a tensor you moved"),
+    "sync-debug": _taught("07", "Going further (optional) › Let PyTorch point at every synchronisation"),
+    "generator": _taught("08", "Going further (optional) › Default devices, samplers and generators"),
+    "meta-data": _CHECKPOINTS,
 }
+
 
 @dataclass(frozen=True)
 class Wording:

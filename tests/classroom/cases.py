@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from course_utils.__main__ import main
-from course_utils.classroom import Limits, submissions
+from course_utils.classroom import Limits
+from course_utils.classroom.cells import MAX_ANSWER_CHARS
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import cell_source, exercise_cells
 from hostile_values import ClaimsToBe, EqualsAnything, LenientDispatchMode, LenientMode, always_equal
@@ -222,7 +223,7 @@ FIND = ("import os, signal\n"
         "    with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
         "        return f.read()\n"
         "def server():  # the topmost process running the fork server's code\n"
-        "    return [p for p in ancestors() if b'classroom.worker import serve' in cmdline(p)][-1]\n"
+        "    return [p for p in ancestors() if b'classroom.forkserver import serve' in cmdline(p)][-1]\n"
         "def grader():\n"
         "    return next(p for p in ancestors() if b'-m\\x00course_utils\\x00grade' in cmdline(p))\n")
 
@@ -260,8 +261,8 @@ BATCH = {
     "subs/tamper_check.ipynb": notebook01({"01.nbytes": (
         "import course_utils\nfrom course_utils import Result\n"
         "course_utils.check = lambda ex_id, answer: Result(ex_id, '', 'passed', 1, 1, 'ok')\n")}),
-    "subs/tamper_exercises_check.ipynb": notebook01({"01.nbytes": (
-        "import course_utils.exercises\ncourse_utils.exercises.check = lambda *a, **k: None\n")}),
+    "subs/tamper_checking_check.ipynb": notebook01({"01.nbytes": (
+        "import course_utils.checking\ncourse_utils.checking.check = lambda *a, **k: None\n")}),
     "subs/tamper_registry.ipynb": notebook01({"01.nbytes": (
         "import dataclasses\nreg = course_utils.exercises._REGISTRY\n"
         "reg['01.nbytes'] = dataclasses.replace(reg['01.nbytes'], grade=lambda answer: 'ok')\n")}),
@@ -361,7 +362,7 @@ def odd_files() -> dict[str, dict | str | bytes]:
         "surrogate.ipynb": json.dumps(solved01("# a comment with a lone surrogate: \ud800\n")),
         "deep_expression.ipynb": solved01("x = " + "-" * 100_000 + "1\n"),
         "null_byte.ipynb": solved01("x = 1  # \x00\n"),
-        "too_long.ipynb": solved01("x = 1\n" * (submissions.MAX_ANSWER_CHARS // 6 + 1)),
+        "too_long.ipynb": solved01("x = 1\n" * (MAX_ANSWER_CHARS // 6 + 1)),
         "01_deep.ipynb": "[" * 100_000 + "]" * 100_000,
         "renamed.ipynb": renamed,
         "no_clue.ipynb": "this is not a notebook",

@@ -21,7 +21,7 @@ import pytest
 
 from course_utils.classroom import grade_all
 from course_utils.classroom.runs import Limits
-from course_utils.classroom.submissions import answer_cells
+from course_utils.classroom.cells import answer_cells
 from course_utils.exercises import exercise_ids, get_exercise
 from nbtools import ROOT, load, notebook_paths, source
 

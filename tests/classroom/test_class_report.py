@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from course_utils import misconceptions
-from course_utils.classroom import class_report
+from course_utils.classroom import class_page, class_report, class_stats
 from course_utils.classroom.reports import write_gradescope
 from .generated_class import generate, lesson_codes
 
@@ -22,7 +22,7 @@ def klass():
 def _report(tmp_path, klass):
     path = tmp_path / "grades.csv"
     path.write_text(klass.csv(), encoding="utf-8")
-    return class_report.summarize(class_report.read_rows([str(path)]))
+    return class_stats.summarize(class_report.read_rows([str(path)]))
 
 
 def _check_counts(report, klass):
@@ -45,7 +45,7 @@ def test_a_generated_class_comes_back_exactly_from_the_csv(tmp_path, klass):
 
 def test_the_same_class_from_gradescope_results(tmp_path, klass):
     write_gradescope(klass.grades, str(tmp_path / "gs"))
-    report = class_report.summarize(class_report.read_rows([str(tmp_path / "gs")]))
+    report = class_stats.summarize(class_report.read_rows([str(tmp_path / "gs")]))
     _check_counts(report, klass)
 
 
@@ -55,7 +55,7 @@ def test_a_resubmission_counts_once_with_its_best_row(tmp_path, klass):
     again = tmp_path / "again.csv"
     text = klass.csv().replace("_lesson.ipynb", "_lesson_v2.ipynb")
     again.write_text(text, encoding="utf-8")
-    report = class_report.summarize(class_report.read_rows([str(path), str(again)]))
+    report = class_stats.summarize(class_report.read_rows([str(path), str(again)]))
     assert report.submissions == 2 * len(klass.grades)
     _check_counts(report, klass)
 
@@ -65,7 +65,7 @@ def test_an_older_csv_without_codes_still_counts_scores(tmp_path, klass):
     old = "\n".join(",".join(line.split(",")[:-1]) for line in lines) + "\n"   # the code column dropped
     path = tmp_path / "old.csv"
     path.write_text(old, encoding="utf-8")
-    report = class_report.summarize(class_report.read_rows([str(path)]))
+    report = class_stats.summarize(class_report.read_rows([str(path)]))
     assert {s.exercise: s.passed for s in report.exercises} == {k: v[1] for k, v in klass.expected_exercises.items()}
     assert report.misconceptions == []
 
@@ -77,12 +77,12 @@ def test_html_is_self_contained_escaped_and_names_can_be_hidden(tmp_path):
                 "<b>eve</b>/01_tensors.ipynb,TOTAL,0,2,false,0 of 2,\n")
     (tmp_path / "g.csv").write_text(csv_text, encoding="utf-8")
     rows = class_report.read_rows([str(tmp_path / "g.csv")])
-    page = class_report.render_html(class_report.summarize(rows))
+    page = class_page.render_html(class_stats.summarize(rows))
     assert "<b>eve</b>" not in page and "&lt;b&gt;eve&lt;/b&gt;" in page
     assert "<script" not in page and "http" not in page.replace("https://", "") and "lang='en'" in page
     assert page.count("<svg") == page.count('role="img" aria-label="')
     assert "no points in the whole lesson" in page
-    hidden = class_report.render_html(class_report.summarize(rows, anonymous=True))
+    hidden = class_page.render_html(class_stats.summarize(rows, anonymous=True))
     assert "&lt;b&gt;eve" not in hidden and "Student 1" in hidden
 
 
@@ -136,8 +136,8 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path, content, args, says):
 
 
 def test_every_grade_code_is_a_documented_misconception():
-    assert {misconceptions.TAMPERING, misconceptions.OUT_OF_TIME} <= set(class_report.FOLLOW_UP)
-    assert set(class_report.FOLLOW_UP) <= set(misconceptions.registry())
+    assert {misconceptions.TAMPERING, misconceptions.OUT_OF_TIME} <= set(class_stats.FOLLOW_UP)
+    assert set(class_stats.FOLLOW_UP) <= set(misconceptions.registry())
 
 
 # --- planning next week: a skewed class of 200 ----------------------------------------------------------------------
@@ -152,7 +152,7 @@ def skewed(tmp_path_factory):
 
 def test_a_skewed_class_comes_back_exactly(skewed):
     klass, path = skewed
-    _check_counts(class_report.summarize(class_report.read_rows([str(path)])), klass)
+    _check_counts(class_stats.summarize(class_report.read_rows([str(path)])), klass)
     assert max(klass.expected_codes.values()) >= 50 and min(klass.expected_codes.values()) == 1   # skewed indeed
 
 
@@ -160,16 +160,16 @@ def test_the_first_page_plans_next_week_with_the_misconceptions_above_the_cut_of
     """Per lesson, at most three misconceptions, each shown by at least 10 % of those who handed the lesson in, most
     shown first; a card only for those; the long tail in one table; the exercises folded away."""
     _, path = skewed
-    report = class_report.summarize(class_report.read_rows([str(path)]))
+    report = class_stats.summarize(class_report.read_rows([str(path)]))
     reteach = report.to_reteach()
     assert set(reteach) == {s.lesson for s in report.lessons}
     for lesson, top in reteach.items():
-        assert 1 <= len(top) <= class_report.TOP_PER_LESSON
+        assert 1 <= len(top) <= class_stats.TOP_PER_LESSON
         assert all(n >= 0.10 * of and (n, of) == m.by_lesson[lesson] for m, n, of in top)
         assert [n for _, n, _ in top] == sorted((n for _, n, _ in top), reverse=True)
         # counted in this lesson's exercises only: a mistake of lesson 02 met again in 04 counts there apart
         assert all(n <= m.students for m, n, _ in top)
-    page = class_report.render_html(report)
+    page = class_page.render_html(report)
     plan, rest = page.split("<h2>Where the class stands</h2>")
     assert "<h2>To plan the next class</h2>" in plan and plan.count("<h3>Lesson ") == len(report.lessons)
     above = [m for m in report.misconceptions if not m.generic and m.share >= 0.10]

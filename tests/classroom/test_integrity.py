@@ -11,6 +11,7 @@ import torch
 
 import course_utils as cu
 from course_utils.classroom import guard as guards, integrity
+from course_utils.exceptions import GraderLimit
 
 from .cases import COPIES_BY_COMPILE, L01_POINTS, SOL, linux_only, marks, points_of
 
@@ -309,7 +310,7 @@ def test_verify_frees_memory_then_says_the_grader_ran_out(monkeypatch):
         raise MemoryError()
 
     monkeypatch.setattr(integrity, "changes", never)
-    with pytest.raises(integrity.GraderLimit, match="the grader ran out of memory"):
+    with pytest.raises(GraderLimit, match="the grader ran out of memory"):
         integrity.verify(snap, lambda: None)
 
 

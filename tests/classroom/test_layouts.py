@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from course_utils.classroom import class_report, layouts
+from course_utils.classroom import class_page, class_report, class_stats, layouts
 from course_utils.classroom.grader import SubmissionGrade
 from .generated_class import generate
 
@@ -43,7 +43,7 @@ def _moved(klass, layout: str) -> list[SubmissionGrade]:
 def test_every_layout_gives_the_same_class(klass, layout):
     grades = _moved(klass, layout)
     rows = [r for g in grades for r in g.rows]
-    report = class_report.summarize(rows)
+    report = class_stats.summarize(rows)
     assert report.students == klass.students, report.layout
     assert {m.code: m.students for m in report.misconceptions} == klass.expected_codes
     assert {s.lesson: s.all_passed for s in report.lessons} == klass.expected_all_passed
@@ -84,12 +84,12 @@ def test_a_misconception_is_a_share_of_those_who_handed_in_its_lesson(klass):
     two = {_student_number(wrong03), _student_number(wrong03) % klass.students + 1}
     rows = [r for g in klass.grades for r in g.rows
             if r.exercise[:2] == "01" or (r.exercise[:2] == "03" and _student_number(g.submission) in two)]
-    report = class_report.summarize(rows)
+    report = class_stats.summarize(rows)
     lesson03 = [m for m in report.misconceptions if all(e.startswith("03.") for e in m.exercises)]
     lesson01 = [m for m in report.misconceptions if all(e.startswith("01.") for e in m.exercises)]
     assert lesson03 and lesson01
     assert {m.of for m in lesson03} == {2} and {m.of for m in lesson01} == {klass.students}
-    html = class_report.render_html(report)
+    html = class_page.render_html(report)
     specific = next(m for m in lesson03 if not m.generic)
     assert f"<b>{specific.students}</b> of the 2 students who handed in lesson 03" in html
 
@@ -130,12 +130,11 @@ def class_report_args(*argv: str):
 
 def test_a_student_is_followed_up_once_with_every_reason_a_time_limit_included():
     from course_utils import misconceptions
-    from course_utils.classroom import class_report
     from course_utils.classroom.grader import Row
     rows = [Row("alice/01_tensors.ipynb", "01.nbytes", 0, 1, False, "stopped", misconceptions.TIMEOUT),
             Row("alice/01_tensors.ipynb", "01.blank_like", 1, 1, True, "ok", ""),
             Row("alice/03_to_device.ipynb", "03.to_device", 0, 1, False, "no", misconceptions.WRONG_VALUE),
             Row("bob/01_tensors.ipynb", "01.nbytes", 1, 1, True, "ok", "")]
-    follow = class_report.summarize(rows).follow_up
+    follow = class_stats.summarize(rows).follow_up
     assert [(f.student, f.lesson, f.reasons) for f in follow] == [
         ("alice", "01, 03", ["lesson 01: time limit", "lesson 03: no points in the whole lesson"])]

@@ -11,6 +11,7 @@ import pytest
 
 from course_utils.__main__ import main
 from course_utils.classroom import links
+from course_utils.syllabus import LESSONS
 from nbtools import ROOT, notebook_paths
 
 
@@ -75,7 +76,7 @@ def test_the_address_is_read_the_same_without_tomllib(tmp_path, monkeypatch):
 
 
 def test_the_lessons_are_the_notebooks():
-    assert [name for _, name in links.lesson_notebooks()] == [p.name for p in notebook_paths()]
+    assert [lesson.notebook for lesson in LESSONS.values()] == [p.name for p in notebook_paths()]
 
 
 def test_the_command_line_runs_as_instructors_run_it():

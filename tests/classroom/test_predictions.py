@@ -12,7 +12,7 @@ import pytest
 
 from course_utils import store
 from course_utils.results import PREDICTIONS_MIME
-from course_utils.classroom import class_report, predictions
+from course_utils.classroom import class_page, class_report, class_stats, predictions
 from course_utils.classroom.submissions import read_notebook
 from course_utils.quizzes import get_quiz
 from nbtools import NOTEBOOK_DIR, with_solutions
@@ -130,7 +130,7 @@ def test_grade_writes_the_predictions_of_each_submissions_own_lesson(tmp_path):
                      "class/ann/01_tensors.ipynb,01.default_device,b,false,1"]
     rows, found = class_report.read_inputs([str(tmp_path / "grades.csv"), str(tmp_path / "predictions.csv")])
     assert {p.submission for p in found} == {"class/=bob/01_tensors.ipynb", "class/ann/01_tensors.ipynb"}
-    report = class_report.summarize(rows, predictions=found)
+    report = class_stats.summarize(rows, predictions=found)
     stats = next(q for q in report.quizzes if q.quiz == "01.default_device")
     assert (stats.students, stats.predicted, stats.right_first) == (3, 2, 1)
 
@@ -167,13 +167,13 @@ def _skewed_class(tmp_path, students: int = 20):
 def test_report_counts_a_skewed_class_per_quiz(tmp_path):
     _skewed_class(tmp_path)
     rows, found = class_report.read_inputs([str(tmp_path / "grades.csv"), str(tmp_path / "predictions.csv")])
-    report = class_report.summarize(rows, predictions=found)
+    report = class_stats.summarize(rows, predictions=found)
     q = next(q for q in report.quizzes if q.quiz == "01.default_device")
     quiz = get_quiz("01.default_device")
     assert (q.students, q.predicted, q.right_first) == (20, 16, 3)   # 4 without a record; 3 of 16 right first
     assert q.wrong == [(f"b) {quiz.options[1]}", 10), (f"d) {quiz.options[3]}", 3)]
     assert [s.quiz for s in predictions.most_mispredicted(report.quizzes, "01")] == ["01.default_device"]
-    html = class_report.render_html(report)
+    html = class_page.render_html(report)
     assert "What the class predicted" in html and "13 of 16 predicted it wrong first" in html
     assert all(q.lesson in ("01", "03") for q in report.quizzes)
 
@@ -192,8 +192,8 @@ def test_report_command_takes_predictions_beside_grades_and_filters_by_lesson(tm
 
 def test_a_report_without_predictions_has_no_prediction_section(tmp_path):
     _skewed_class(tmp_path)
-    report = class_report.summarize(class_report.read_rows([str(tmp_path / "grades.csv")]))
-    assert report.quizzes == [] and "What the class predicted" not in class_report.render_html(report)
+    report = class_stats.summarize(class_report.read_rows([str(tmp_path / "grades.csv")]))
+    assert report.quizzes == [] and "What the class predicted" not in class_page.render_html(report)
 
 
 def test_a_predictions_csv_with_rows_that_are_not_predictions(tmp_path):

@@ -1,4 +1,4 @@
-"""course_utils.classroom.submissions: which files are submissions, how they are read (whatever is in
+"""course_utils.classroom.submissions and .cells: which files are submissions, how they are read (whatever is in
 them), which lesson each is, which cells run (answer cells, read as IPython reads them, and the
 learner's own cells they need), and the static checks made before anything runs."""
 from __future__ import annotations
@@ -11,8 +11,7 @@ import threading
 import pytest
 
 from course_utils import classroom
-from course_utils.classroom import submissions
-from course_utils.classroom.submissions import answer_cells, own_cells
+from course_utils.classroom.cells import answer_cells, own_cells, reaches_into_course, strip_magics
 
 from .cases import (L01_POINTS, L02, NB01, NBYTES, OTHER, WORKER, cell, linux_only, marks, notebook, solved01,
                     write)
@@ -157,10 +156,10 @@ def test_the_last_definition_above_the_use_wins_else_the_first_below():
 
 @linux_only
 def test_cells_are_read_as_ipython_reads_them():
-    assert submissions.strip_magics("torch.accelerator.is_available?\n") == \
+    assert strip_magics("torch.accelerator.is_available?\n") == \
         "get_ipython().run_line_magic('pinfo', 'torch.accelerator.is_available')\n"
-    assert "run_line_magic('timeit', '-o f()')" in submissions.strip_magics("t = %timeit -o f()\n")
-    assert submissions.strip_magics("x = (1\n!= 2)\n") == "x = (1\n!= 2)\n"  # an operator, not a shell command
+    assert "run_line_magic('timeit', '-o f()')" in strip_magics("t = %timeit -o f()\n")
+    assert strip_magics("x = (1\n!= 2)\n") == "x = (1\n!= 2)\n"  # an operator, not a shell command
 
 
 # --- static checks: cells that cannot run, or that read the call stack ------------------------------
@@ -185,7 +184,7 @@ def test_an_answer_python_cannot_read_costs_only_its_exercise(odd_batch, submiss
     ("def f(x):\n    return torch.stack([x, x])\n", None),
 ])
 def test_reaches_into_course(code, found):
-    assert submissions.reaches_into_course(code) == found
+    assert reaches_into_course(code) == found
 
 
 @linux_only
@@ -212,7 +211,7 @@ def test_reaches_into_course(code, found):
     ("def nbytes(t):\n    return t.numel() * t.element_size()\n%timeit nbytes(x)\nx?\n", None),
 ])
 def test_reaches_into_course_finds_frame_access(code, found):
-    assert submissions.reaches_into_course(code) == found
+    assert reaches_into_course(code) == found
 
 
 def test_frame_access_is_found_after_an_operator_on_a_continuation_line(graded):
@@ -232,7 +231,7 @@ def test_a_file_that_is_not_a_notebook_says_what_was_handed_in_and_counts_as_not
                                                                                          code):
     """The note says what the file is (the summary shows its start); the rows' code makes the class report count
     the student as not having attempted the lesson and follow them up for it. A damaged notebook was an attempt."""
-    from course_utils.classroom.class_report import NOT_TRIED
+    from course_utils.classroom.class_stats import NOT_TRIED
     path = tmp_path / "01_tensors.ipynb"
     path.write_text(content, encoding="utf-8")
     graded = classroom.grade_notebook(str(path))
@@ -244,5 +243,5 @@ def test_a_file_that_is_not_a_notebook_says_what_was_handed_in_and_counts_as_not
 def test_without_ipython_only_statements_that_start_with_a_magic_become_pass(monkeypatch):
     monkeypatch.setitem(sys.modules, "IPython.core.inputtransformer2", None)   # the import fails
     source = "x = (1\n!= 2)\n!ls\ny = [\n  % 3]\ns = '''\n!not a command\n'''\nif x:\n    %time f(x)\n"
-    assert submissions.strip_magics(source) == (
+    assert strip_magics(source) == (
         "x = (1\n!= 2)\npass  # !ls\ny = [\n  % 3]\ns = '''\n!not a command\n'''\nif x:\n    pass  # %time f(x)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from course_utils.classroom import worker
-from course_utils.classroom.submissions import PROVIDED
+from course_utils.classroom.cells import PROVIDED
 
 from .cases import full, marks, points_of
 

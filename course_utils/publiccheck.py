@@ -1,0 +1,304 @@
+"""Public checks: what Check runs in the students' package of an assessed class, where no reference solution is.
+
+The teacher's release (``python -m course_utils release``) runs each exercise's full check on its reference and
+keeps, as *examples*, the calls that check made on plain inputs (tensors, numbers, strings, devices, PyTorch's own
+layers, and lists, tuples and dicts of them) with the results the reference gave (:func:`record`). In the students'
+package, Check calls the learner's answer on those same inputs, on the learner's own device, and compares
+(:func:`run`). Nothing in it says how a result is computed: only what it is, for a few fixed inputs.
+
+An answer that gives every example's result is not thereby right: the full checks (random inputs, every device,
+input changes, copies counted, the mistakes named) run when the teacher grades. So a public check never says
+"passed" and gives no points: it says how many examples matched, shows the first that did not, and says that the
+full checks run at grading.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from . import grading
+from .grading import call, safe_repr
+
+#: Where the students' package keeps its examples (written by the release, read by :func:`load`).
+EXAMPLES_FILE = Path(__file__).with_name("data") / "public_examples.pt"
+#: Examples kept per exercise, at most.
+MOST = 12
+#: How close a floating-point result must be to the example's.
+RTOL, ATOL = 1e-5, 1e-6
+
+
+@dataclass(frozen=True)
+class OnDevice:
+    """A tensor that lived on the accelerator when it was recorded: it goes to the learner's device when run."""
+
+    tensor: torch.Tensor
+
+
+@dataclass(frozen=True)
+class DeviceName:
+    """The accelerator as a ``torch.device`` (``as_string=False``) or as its name (``"cuda"``, ``"cuda:0"``)."""
+
+    as_string: bool
+    indexed: bool
+
+
+@dataclass(frozen=True)
+class Example:
+    """One call of the answer and the result the reference gave; ``what`` describes the input in the check's words."""
+
+    what: str
+    args: tuple
+    kwargs: dict
+    expected: Any
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What the students' package knows of an exercise: no reference and no grader, only its examples."""
+
+    id: str
+    title: str
+    name: str
+    kind: str
+    points: int
+    hints: tuple[str, ...]
+    examples: tuple[Example, ...]
+
+
+# --- portable values: the accelerator of the recording becomes the learner's -----------------------------------
+
+class _NotPlain(Exception):  # noqa: N818  (private: never leaves this module)
+    """A value an example cannot keep (a class of the course's own, a function, a tensor on ``meta``...)."""
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def portable(value: Any, device: torch.device) -> Any:
+    """``value`` with the accelerator ``device`` replaced by markers, so that it can run on another one.
+
+    Raises:
+        _NotPlain: for anything an example cannot keep.
+    """
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor and value.device.type == "cpu" or value.device.type == "meta":
+            raise _NotPlain(type(value).__name__)
+        if value.device.type == "cpu":
+            return value.detach().clone()
+        if value.device.type != device.type:
+            raise _NotPlain(str(value.device))
+        return OnDevice(torch.Tensor.cpu(value).detach().clone())
+    if isinstance(value, torch.device):
+        if value.type == "cpu":
+            return value
+        if value.type != device.type:
+            raise _NotPlain(str(value))
+        return DeviceName(False, value.index is not None)
+    if isinstance(value, str) and value.split(":")[0] == device.type:
+        return DeviceName(True, ":" in value)
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(portable(v, device) for v in value)
+    if type(value) is dict and all(isinstance(k, str) for k in value):
+        return {k: portable(v, device) for k, v in value.items()}
+    if isinstance(value, torch.nn.Module) and type(value).__module__.startswith("torch.nn"):
+        return _module_on_cpu(value, device)
+    raise _NotPlain(type(value).__name__)
+
+
+def _module_on_cpu(module: torch.nn.Module, device: torch.device) -> Any:
+    """One of PyTorch's own layers, kept on the CPU with a note of which of its tensors were on the accelerator."""
+    on_device = [name for name, t in module.state_dict().items() if t.device.type == device.type]
+    if any(t.device.type not in ("cpu", device.type) for t in module.state_dict().values()):
+        raise _NotPlain("a layer on another device")
+    copy = torch.nn.Module.to(_deepcopy(module), "cpu")
+    return ("__module__", copy, tuple(on_device))
+
+
+def _deepcopy(value: Any) -> Any:
+    import copy
+    return copy.deepcopy(value)
+
+
+def local(value: Any, device: torch.device) -> Any:
+    """A fresh copy of a :func:`portable` value on the learner's accelerator ``device``."""
+    if isinstance(value, OnDevice):
+        return value.tensor.clone().to(device)
+    if isinstance(value, DeviceName):
+        name = f"{device.type}:{device.index or 0}" if value.indexed else device.type
+        return name if value.as_string else torch.device(name)
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "__module__":
+        module = _deepcopy(value[1])
+        for name in value[2]:
+            owner, _, leaf = name.rpartition(".")
+            holder = module.get_submodule(owner) if owner else module
+            t = getattr(holder, leaf)
+            if isinstance(t, torch.nn.Parameter):
+                t.data = t.data.to(device)
+            else:
+                setattr(holder, leaf, t.to(device))
+        return module
+    if isinstance(value, (list, tuple)):
+        return type(value)(local(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: local(v, device) for k, v in value.items()}
+    return value
+
+
+# --- recording (the teacher's release) ----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def record(device: torch.device) -> Iterator[list[Example]]:
+    """Keep, as :class:`Example` s, the calls that checks make through :func:`course_utils.grading.call` in the
+    block, on plain inputs and outside a simulated machine (whose answers the learner's machine does not give)."""
+    kept: list[Example] = []
+
+    def seen(fn: Callable, args: tuple, kwargs: dict, result: Any, context: str) -> None:
+        if len(kept) >= MOST or not _real_machine():
+            return
+        try:
+            kept.append(Example(context or "the check's input", portable(args, device), portable(kwargs, device),
+                                portable(result, device)))
+        except _NotPlain:
+            pass
+
+    grading.OBSERVERS.append(seen)
+    try:
+        yield kept
+    finally:
+        grading.OBSERVERS.remove(seen)
+
+
+def _real_machine() -> bool:
+    """False while a check makes the answer see a simulated machine (:class:`course_utils.grading.Patched`)."""
+    return getattr(torch.accelerator.is_available, "__module__", "").startswith("torch")
+
+
+# --- running (the students' package) ------------------------------------------------------------------------
+
+def same(got: Any, want: Any) -> bool:
+    """Whether ``got`` is the example's result ``want`` (both local): equal, or close for floating point."""
+    if isinstance(want, torch.Tensor):
+        if type(got) not in (torch.Tensor, type(want)) or got.device.type != want.device.type \
+                or got.dtype != want.dtype or got.shape != want.shape:
+            return False
+        got, want = torch.Tensor.cpu(got), torch.Tensor.cpu(want)
+        if want.dtype.is_floating_point or want.dtype.is_complex:
+            return bool(torch.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+        return bool(torch.equal(got, want))
+    if isinstance(want, bool) or want is None or isinstance(want, (str, torch.device)):
+        return type(got) is type(want) and got == want
+    if isinstance(want, (int, float)):
+        return (isinstance(got, (int, float)) and not isinstance(got, bool)
+                and (got == want if isinstance(want, int) and isinstance(got, int)
+                     else math.isclose(float(got), float(want), rel_tol=RTOL, abs_tol=ATOL)))
+    if isinstance(want, (list, tuple)):
+        return type(got) is type(want) and len(got) == len(want) and all(map(same, got, want))
+    if isinstance(want, dict):
+        return type(got) is dict and got.keys() == want.keys() and all(same(got[k], want[k]) for k in want)
+    return False
+
+
+def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) -> str:
+    """Call ``answer`` on each example and compare: the feedback (what matched, the first that did not).
+
+    Args:
+        exercise: the exercise and its examples.
+        answer: the learner's function.
+        device: the learner's accelerator (a GPU or the simulated one); examples that need one are skipped without.
+
+    Raises:
+        course_utils.grading.Wrong: an example's result differs (the feedback names the example).
+        course_utils.grading.NotAttempted, course_utils.grading.Crashed: as :func:`course_utils.grading.call`.
+    """
+    tried = 0
+    for example in exercise.examples:
+        if device is None and _needs_device(example):
+            continue
+        args, kwargs = local(example.args, device), local(example.kwargs, device)
+        got = call(answer, *args, context=example.what, **kwargs)
+        want = local(example.expected, device)
+        tried += 1
+        if not same(got, want):
+            raise grading.Wrong(f"For {example.what}, your answer gave {safe_repr(got)}; the expected result is "
+                                f"{safe_repr(want)}. " + GRADED_LATER)
+    if not tried:
+        return ("This exercise has no examples that run here: try your code in the cells above it. " + GRADED_LATER)
+    return f"Your answer gave the expected result on all {tried} examples it was tried on. " + GRADED_LATER
+
+
+#: Said under every public check.
+GRADED_LATER = ("These are the public checks of an assessed class: the full checks run when your teacher grades, "
+                "and give the marks.")
+
+
+def _needs_device(example: Example) -> bool:
+    found: list[bool] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, (OnDevice, DeviceName)):
+            found.append(True)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+    visit((example.args, example.kwargs, example.expected))
+    return bool(found)
+
+
+def placeholder(name: str, kind: str) -> Any:
+    """What stands where the reference would be in the students' package: the answer's name and kind, nothing more
+    (a function that is not an answer, or an empty class). It is marked, so that Check knows the exercise is public."""
+    if kind == "class":
+        return type(name, (), {"__doc__": "No reference here: the full checks run at grading.", PUBLIC_MARK: True})
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("no reference here: the full checks run at grading")
+    function.__name__ = function.__qualname__ = name
+    setattr(function, PUBLIC_MARK, True)
+    return function
+
+
+#: The attribute that marks :func:`placeholder` s.
+PUBLIC_MARK = "__course_public__"
+
+
+def register(lesson: str) -> None:
+    """Register lesson ``lesson``'s exercises from the students' package's examples, each graded by :func:`run` on
+    the learner's accelerator (called by that package's lesson modules)."""
+    from . import device as _device
+    from .exercises import grader
+
+    for exercise in load().values():
+        if exercise.id.split(".")[0] != lesson:
+            continue
+
+        def grade(answer: Callable, exercise: Exercise = exercise) -> str:
+            return run(exercise, answer, _device.accelerator() and _device.best_device())
+
+        grader(exercise.id, points=exercise.points, reference=placeholder(exercise.name, exercise.kind),
+               title=exercise.title, hints=exercise.hints)(grade)
+
+
+@functools.lru_cache(maxsize=4)
+def load(path: Path = EXAMPLES_FILE) -> dict[str, Exercise]:
+    """The public exercises of a students' package (empty where the file is absent: the full package)."""
+    if not path.exists():
+        return {}
+    data = torch.load(path, weights_only=False)
+    return {e.id: e for e in data}
+
+
+__all__ = ["Example", "Exercise", "EXAMPLES_FILE", "GRADED_LATER", "PUBLIC_MARK", "record", "run", "same", "load",
+           "portable", "local", "placeholder", "register"]
