@@ -38,9 +38,7 @@ def accelerator() -> Optional[torch.device]:
     Returns:
         The accelerator's ``torch.device`` (index ``None``), or ``None`` on a CPU-only runtime.
     """
-    if not torch.accelerator.is_available():
-        return None
-    return torch.accelerator.current_accelerator()
+    return torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
 
 
 def chosen_by_user() -> bool:

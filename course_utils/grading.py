@@ -12,7 +12,7 @@ import os
 import reprlib
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import torch
 import torch.utils._device as _device_module
@@ -20,9 +20,10 @@ from torch._C import (_get_dispatch_stack_at, _get_function_stack_at, _len_torch
                       _len_torch_function_stack, _pop_torch_function_stack, _push_on_torch_function_stack)
 from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
 from torch.utils._python_dispatch import _push_mode as _push_dispatch_mode
+from torch.utils._pytree import tree_flatten
 
 from . import device as _device
-from . import misconceptions
+from . import devicerules, misconceptions, simdevice
 from .simdevice import SimTensor
 from .text import shorten
 
@@ -133,27 +134,46 @@ def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
     """
     try:
         with ModesKept():
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
     except NotImplementedError as e:
-        message = str(e)
-        if "meta" in message.lower() or "could not run" in message.lower():  # PyTorch's, not the stub
-            where = f" when called with {context}" if context else ""
-            raise Wrong(
-                f"Your code tried to read the data of a `meta` tensor{where}: NotImplementedError: "
-                f"{safe_repr(message, 160)}. Meta tensors have no data (only shape, dtype and device), so "
-                "their values cannot be read or copied to the CPU. Look at `.device` only; don't read "
-                "values or move tensors to the CPU.", misconceptions.READ_META) from None
-        raise NotAttempted() from None
+        raise (read_no_data(e, context) or NotAttempted()) from None
     except (KeyboardInterrupt, TimeLimit):
         raise
     except BaseException as e:  # SystemExit, assertion errors, torch errors, ...
         raise Crashed(e, context) from None
+    for observe in OBSERVERS:
+        observe(fn, args, kwargs, result, context)
+    return result
+
+
+#: Told of each call :func:`call` made and its result, ``observe(fn, args, kwargs, result, context)``: the student
+#: release keeps the checks' calls of the references as public examples (:func:`course_utils.publiccheck.record`).
+OBSERVERS: list[Callable[..., None]] = []
+
+
+def read_no_data(error: BaseException, context: str = "") -> Wrong | None:
+    """:class:`Wrong` for code that read the values of a tensor that has none, or None for any other error.
+
+    Checks give the learner's code tensors without data (PyTorch's ``meta`` device) only where they need sizes
+    beyond memory, or where no accelerator is registered (the test runner's own process). PyTorch's message names
+    that device, which the learner never chose, so the feedback leaves it out.
+    """
+    if not isinstance(error, (NotImplementedError, RuntimeError)) or "meta" not in text_of(error).lower():
+        return None
+    where = f" with {context}" if context else ""
+    return Wrong(f"Your code read the values of a tensor{where}, but the check gave it a tensor that has none: "
+                 "only a shape, a dtype and a device (the check can make tensors larger than any memory that way). "
+                 "Work from `.shape`, `.dtype`, `.device`, `numel()` and `element_size()`, and keep the work in "
+                 "tensor operations: don't read values (`.item()`, `.tolist()`) or copy tensors to the CPU.",
+                 misconceptions.READ_META)
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Exact equality that treats NaN as equal to NaN (for "did the learner change my input?")."""
+    """Exact equality that treats NaN as equal to NaN (for "did the learner change my input?"), compared on the CPU
+    whatever the devices; a tensor without data (on ``meta``) matches by shape and dtype."""
     if a.device.type == "meta" or b.device.type == "meta":
         return a.shape == b.shape and a.dtype == b.dtype
+    a, b = a.cpu(), b.cpu()
     if a.dtype.is_floating_point or a.dtype.is_complex:
         return a.shape == b.shape and bool(torch.equal(a.isnan(), b.isnan())) and bool(
             torch.equal(a.nan_to_num(), b.nan_to_num()))
@@ -169,8 +189,8 @@ def expect_callable(answer: Any, name: str, *, kind: str = "function") -> Callab
             raise Wrong(f"Expected the class `{name}` itself, but got {safe_repr(answer)} "
                         f"({type(answer).__name__}). Pass the class, not an instance.", misconceptions.NOT_CALLABLE)
     elif not callable(answer):
-        raise Wrong(f"Expected the function `{name}`, but got {safe_repr(answer)} "
-                    f"({type(answer).__name__}). Pass the function itself, without calling it.", misconceptions.NOT_CALLABLE)
+        raise Wrong(f"Expected the function `{name}`, but got {safe_repr(answer)} ({type(answer).__name__}). Pass the "
+                    "function itself, without calling it.", misconceptions.NOT_CALLABLE)
     return answer
 
 
@@ -190,7 +210,8 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
         return _as_subclass(value, torch.Tensor)
     if issubclass(kind, torch.Tensor):
         raise Wrong(f"{what} is a `{kind.__name__}`, a subclass of torch.Tensor of your own. Return an ordinary "
-                    "tensor, as PyTorch's operations make it: the check compares plain tensors.", misconceptions.NOT_A_TENSOR)
+                    "tensor, as PyTorch's operations make it: the check compares plain tensors.",
+                    misconceptions.NOT_A_TENSOR)
     raise Wrong(f"{what} should be a torch.Tensor, but it is {safe_repr(value)} ({kind.__name__}).",
                 misconceptions.NOT_A_TENSOR)
 
@@ -303,14 +324,63 @@ def text_of(error: BaseException) -> str:
     return text if type(text) is str else ""
 
 
-def devices_to_test() -> list[torch.device]:
-    """CPU, the ``meta`` device (a real second device on any machine), and the accelerator if any."""
-    devices = [torch.device("cpu"), torch.device("meta")]
+def list_mistake(got: Any, item: type, items: str, convert: str) -> str:
+    """Why ``got`` is not a plain list of plain ``item``s (``items`` says what they are, e.g. ``"names"``, and
+    ``convert`` how to get them, e.g. ``"`.tolist()` gives them"``), in words starting "you returned..."; ``""`` when
+    it is one. Only exact types count: a ``list`` (or item) subclass could define ``==`` to say anything."""
+    if type(got) is list and all(type(i) is item for i in got):
+        return ""
+    if got is None:
+        return "your function returned None: did you forget the `return`?"
+    if is_tensor(got):
+        return f"you returned a tensor ({safe_repr(got)}). Return a plain list of {items}: {convert}."
+    if isinstance(got, (set, frozenset)):
+        return "you returned a set, and a set has no order. Return a sorted list: `sorted(...)` makes one."
+    if type(got) is not list:
+        return (f"you returned {safe_repr(got)} (a `{type(got).__name__}`). Return a plain `list` of {items}: "
+                "`sorted(...)` makes one from any iterable.")
+    odd = next(i for i in got if type(i) is not item)
+    if is_tensor(odd):
+        return f"your list holds tensors, not the {items} themselves: {convert}."
+    if isinstance(odd, tuple):
+        return f"your list holds tuples such as {safe_repr(odd)}: return just the {items}."
+    return (f"one item is {safe_repr(odd)}, a `{type(odd).__name__}`; every item should be a plain "
+            f"`{item.__name__}`: {convert}.")
+
+
+def gpu_refuses(func: Any, args: tuple, kwargs: dict, device_type: str) -> bool:
+    """Whether a GPU refuses this operation (an ATen overload and its arguments) for the devices of its tensors, with
+    ``device_type``'s tensors as the GPU's (:func:`course_utils.devicerules.judge`, the rules the simulated GPU
+    follows): for a check that watches code on the data-less ``meta`` device, which lets some mixes through."""
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if len({t.device.type for t in tensors}) < 2 or not any(t.device.type == device_type for t in tensors):
+        return False
+    try:
+        return devicerules.judge(func, args, kwargs, lambda t: t.device.type == device_type) is not None
+    except LookupError:   # an operation no rule knows: refused as TensorIterator refuses it
+        return any(t.device.type != device_type and t.dim() > 0 for t in tensors)
+
+
+def target_device() -> torch.device:
+    """The device besides the CPU that checks run the learner's code on: the accelerator (a real GPU or the simulated
+    one) at its current index, as the learner's ``device`` is, so that PyTorch's errors name it; where none is
+    registered (the test runner's own process), the data-less ``meta`` device, which tests placement."""
     acc = _device.accelerator()
-    if acc is not None:
-        devices.append(_device.best_device() if _device.best_device().type == acc.type
-                       else torch.device(acc.type, 0))
-    return devices
+    if acc is None or acc.type == "meta":   # also where a test simulates an accelerator with `meta`
+        return torch.device("meta")
+    best = _device.best_device()
+    return best if best.type == acc.type else torch.device(acc.type, 0)
+
+
+def devices_to_test() -> list[torch.device]:
+    """The CPU and :func:`target_device`."""
+    return [torch.device("cpu"), target_device()]
+
+
+def other_accelerator() -> torch.device:
+    """The device :class:`simulated_accelerator` reports by default, an accelerator that is not CUDA: the simulated
+    GPU where it is registered (its tensors hold values and refuse the CPU's, as a GPU's do), else ``meta``."""
+    return torch.device(simdevice.NAME) if simdevice.is_enabled() else torch.device("meta")
 
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -319,9 +389,8 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
 SHAPES = ((), (0,), (1,), (7,), (3, 4), (2, 3, 5), (4, 1, 2, 3))
 
 
-def random_tensor(shape: tuple, dtype: torch.dtype, gen: torch.Generator,
-                  device: torch.device | str = "cpu") -> torch.Tensor:
-    """A random tensor of any dtype, made on the CPU with ``gen`` and moved to ``device``."""
+def random_tensor(shape: tuple, dtype: torch.dtype, gen: torch.Generator, device: Any = "cpu") -> torch.Tensor:
+    """A random tensor of any dtype, made on the CPU with ``gen`` and moved to ``device`` (a device or its name)."""
     if dtype == torch.bool:
         t = torch.rand(shape, generator=gen) > 0.5
     elif dtype.is_floating_point or dtype.is_complex:
@@ -331,8 +400,7 @@ def random_tensor(shape: tuple, dtype: torch.dtype, gen: torch.Generator,
     return t.to(device)
 
 
-def sample_tensors(seed: int, count: int = 12,
-                   devices: list[torch.device] | None = None) -> Iterator[torch.Tensor]:
+def sample_tensors(seed: int, count: int = 12, devices: list[torch.device] | None = None) -> Iterator[torch.Tensor]:
     """Random tensors over many shapes, dtypes and devices, reproducible from ``seed``."""
     gen = torch.Generator().manual_seed(seed)
     devices = devices or devices_to_test()
@@ -415,6 +483,38 @@ class Patched:
         os.environ.update(self._env)
 
 
+class CallsNoted(Patched):
+    """Note, for a ``with`` block, each call of some functions (also through the answer's own helpers), in order;
+    each call still does what the function did when the block began (what a simulation entered before says).
+    ``as`` gives the list of the calls' labels.
+
+    Args:
+        functions: ``(module, name, label)`` for each function; a missing module or function is left out.
+        answer: the learner's function or class, whose own imported names are patched too.
+    """
+
+    def __init__(self, functions: Iterable[tuple[Any, str, Any]], answer: Any = None):
+        self.functions, self.answer = tuple(functions), answer
+        self.calls: list[Any] = []
+
+    def replacements(self) -> dict[tuple[Any, str], Any]:
+        fakes = {}
+        for module, name, label in self.functions:
+            original = getattr(module, name, None) if module is not None else None
+            if callable(original) and (module, name) not in fakes:
+                fakes[module, name] = self._noting(label, original)
+        return fakes
+
+    def _noting(self, label: Any, original: Callable) -> Callable:
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append(label)
+            return original(*args, **kwargs)
+        return noted
+
+    def entered(self) -> list[Any]:
+        return self.calls
+
+
 class simulated_no_accelerator(Patched):
     """Pretend, for a ``with`` block, that no accelerator is usable. Lets a check test the CPU
     branch of an answer on any machine.
@@ -449,18 +549,17 @@ class simulated_no_accelerator(Patched):
 class simulated_accelerator(Patched):
     """Pretend, for the length of a ``with`` block, that the machine has an accelerator.
 
-    ``torch.accelerator`` reports ``device`` (default: the data-less ``meta`` device) as
-    available and current, and ``torch.cuda.is_available()`` reports False, so a check can
-    tell device-agnostic answers from ones that hard-code CUDA, even on a CPU-only machine.
-    On a machine with a real accelerator, checks should use that instead.
+    ``torch.accelerator`` reports ``device`` as available and current, and ``torch.cuda.is_available()``
+    reports False, so a check can tell device-agnostic answers from ones that hard-code CUDA, even on a
+    CPU-only machine. On a machine with a real accelerator, checks should use that instead.
 
     Args:
-        device: the device reported as the accelerator.
+        device: the device reported as the accelerator; by default :func:`other_accelerator`.
         answer: the learner's function or class, whose own imported names are patched too.
     """
 
-    def __init__(self, device: str = "meta", answer: Any = None):
-        self.device, self.answer = torch.device(device), answer
+    def __init__(self, device: str | torch.device | None = None, answer: Any = None):
+        self.device, self.answer = torch.device(device or other_accelerator()), answer
 
     def replacements(self) -> dict[tuple[Any, str], Any]:
         acc, cuda = torch.accelerator, torch.cuda
@@ -479,25 +578,25 @@ class Machine:
 
     Attributes:
         name: how feedback names it, e.g. ``"a CPU-only build of PyTorch"``.
-        accelerator: the device ``torch.accelerator`` reports as usable; None: no accelerator.
+        accelerator: whether ``torch.accelerator`` reports a usable one (:func:`other_accelerator`, not CUDA).
         build: without an accelerator, the one this PyTorch was built for (``current_accelerator()`` names it).
     """
 
     name: str
-    accelerator: str | None = None
+    accelerator: bool = False
     build: str | None = None
 
     def simulate(self, answer: Any = None) -> Patched:
         """The ``with`` block in which ``answer`` (and all of PyTorch) sees this machine; ``as`` gives the
         simulated accelerator's device, or None."""
-        if self.accelerator is not None:
-            return simulated_accelerator(self.accelerator, answer=answer)
+        if self.accelerator:
+            return simulated_accelerator(answer=answer)
         return simulated_no_accelerator(self.build, answer=answer)
 
 
-#: An accelerator that is not CUDA, shown as the data-less ``meta`` device: a hard-coded ``"cuda"`` fails
-#: there, as on a Mac with MPS.
-OTHER_ACCELERATOR = Machine("an accelerator that is not CUDA (shown as `meta`)", accelerator="meta")
+#: An accelerator that is not CUDA (:func:`other_accelerator`): a hard-coded ``"cuda"`` fails there, as on a Mac
+#: with MPS.
+OTHER_ACCELERATOR = Machine("an accelerator that is not CUDA, as on a Mac", accelerator=True)
 #: No accelerator, on a CUDA build of PyTorch (pip's default): ``current_accelerator()`` still says ``cuda``.
 NO_GPU_CUDA_BUILD = Machine("a CUDA build of PyTorch without a GPU", build="cuda")
 #: No accelerator, on a CPU-only build of PyTorch: ``current_accelerator()`` is None.

@@ -6,10 +6,11 @@ with ``autograder --assessed``). In it the course shows no solution and not the 
 check's feedback says what is wrong and where, but not the code to write: the sentences that hand over code are
 left out, in a notebook and in ``grade`` alike, so Check and ``grade`` still agree.
 
-The reference solutions live in the package that checks the answers. For students of an assessed class, build the
-package with ``python scripts/student_wheel.py``: its lesson modules are compiled, without their source (no solution
-and no last hint to print or find as text), and it always runs in assessed mode (:data:`BUILT_ASSESSED`), whatever
-``COURSE_MODE`` says. Grade with the full package.
+The reference solutions live in the package that checks the answers. Students of an assessed class get the class's
+release (``python -m course_utils release``): a package with no reference and no check of the lessons, only public
+checks (:mod:`course_utils.publiccheck`), that always runs in assessed mode (:data:`BUILT_ASSESSED`), whatever
+``COURSE_MODE`` says. Grade with the full package: in ``grade --assessed`` the grading process withholds the fixes
+itself, so learner code cannot switch the mode.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ _EXAMPLE = re.compile(r"\s*\((?:e\.g\.|for example|such as)[^)]*`[^)]*\)", re.IG
 _SENTENCE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?])\s+(?=[A-Z(`])|\n+")
 
 
-#: The marker file of a package built for an assessed class (``scripts/student_wheel.py``): it is always assessed.
+#: The marker file of the students' package of an assessed class (``python -m course_utils release``): always assessed.
 BUILT_ASSESSED = Path(__file__).with_name("data") / "assessed-build.json"
 
 

@@ -14,7 +14,9 @@ full checks run at grading.
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
+import inspect
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-from . import grading
+from . import grading, misconceptions
 from .grading import call, safe_repr
 
 #: Where the students' package keeps its examples (written by the release, read by :func:`load`).
@@ -141,11 +143,11 @@ def local(value: Any, device: torch.device) -> Any:
         for name in value[2]:
             owner, _, leaf = name.rpartition(".")
             holder = module.get_submodule(owner) if owner else module
-            t = getattr(holder, leaf)
-            if isinstance(t, torch.nn.Parameter):
-                t.data = t.data.to(device)
+            if leaf in holder._parameters:
+                p = holder._parameters[leaf]
+                holder._parameters[leaf] = torch.nn.Parameter(p.detach().to(device), requires_grad=p.requires_grad)
             else:
-                setattr(holder, leaf, t.to(device))
+                holder._buffers[leaf] = holder._buffers[leaf].to(device)
         return module
     if isinstance(value, (list, tuple)):
         return type(value)(local(v, device) for v in value)
@@ -156,18 +158,23 @@ def local(value: Any, device: torch.device) -> Any:
 
 # --- recording (the teacher's release) ----------------------------------------------------------------------
 
+#: Stands for the recording's accelerator in an example's description (the learner's own is named when it runs).
+GPU = "\x00gpu\x00"
+
+
 @contextlib.contextmanager
-def record(device: torch.device) -> Iterator[list[Example]]:
-    """Keep, as :class:`Example` s, the calls that checks make through :func:`course_utils.grading.call` in the
-    block, on plain inputs and outside a simulated machine (whose answers the learner's machine does not give)."""
+def record(reference: Callable, device: torch.device) -> Iterator[list[Example]]:
+    """Keep, as :class:`Example` s, the calls of ``reference`` that checks make through
+    :func:`course_utils.grading.call` in the block, on plain inputs and outside a simulated machine (whose answers
+    the learner's machine does not give)."""
     kept: list[Example] = []
 
     def seen(fn: Callable, args: tuple, kwargs: dict, result: Any, context: str) -> None:
-        if len(kept) >= MOST or not _real_machine():
+        if fn is not reference or len(kept) >= MOST or not _real_machine():
             return
         try:
-            kept.append(Example(context or "the check's input", portable(args, device), portable(kwargs, device),
-                                portable(result, device)))
+            kept.append(Example((context or "the check's input").replace(device.type, GPU), portable(args, device),
+                                portable(kwargs, device), portable(result, device)))
         except _NotPlain:
             pass
 
@@ -205,6 +212,8 @@ def same(got: Any, want: Any) -> bool:
         return type(got) is type(want) and len(got) == len(want) and all(map(same, got, want))
     if isinstance(want, dict):
         return type(got) is dict and got.keys() == want.keys() and all(same(got[k], want[k]) for k in want)
+    if isinstance(want, torch.nn.Module):   # one of PyTorch's layers: its kind, and its tensors where they are
+        return type(got) is type(want) and same(dict(got.state_dict()), dict(want.state_dict()))
     return False
 
 
@@ -224,14 +233,17 @@ def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) ->
     for example in exercise.examples:
         if device is None and _needs_device(example):
             continue
+        what = example.what.replace(GPU, device.type if device is not None else "cpu")
         args, kwargs = local(example.args, device), local(example.kwargs, device)
-        got = call(answer, *args, context=example.what, **kwargs)
+        got = call(answer, *args, context=what, **kwargs)
         want = local(example.expected, device)
         tried += 1
         if not same(got, want):
-            raise grading.Wrong(f"For {example.what}, your answer gave {safe_repr(got)}; the expected result is "
-                                f"{safe_repr(want)}. " + GRADED_LATER)
+            raise grading.Wrong(f"For {what}, your answer gave {safe_repr(got)}; the expected result is "
+                                f"{safe_repr(want)}. " + GRADED_LATER, misconceptions.WRONG_VALUE)
     if not tried:
+        if is_stub(answer):
+            raise grading.NotAttempted()
         return ("This exercise has no examples that run here: try your code in the cells above it. " + GRADED_LATER)
     return f"Your answer gave the expected result on all {tried} examples it was tried on. " + GRADED_LATER
 
@@ -239,6 +251,22 @@ def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) ->
 #: Said under every public check.
 GRADED_LATER = ("These are the public checks of an assessed class: the full checks run when your teacher grades, "
                 "and give the marks.")
+
+
+def is_stub(answer: Any) -> bool:
+    """Whether ``answer`` is still the notebook's stub: a function whose code only raises ``NotImplementedError``, or
+    a class with such a method (the capstone's stub raises before its buggy script)."""
+    if isinstance(answer, type):
+        return any(is_stub(f) for f in vars(answer).values() if inspect.isfunction(f)) or not any(
+            inspect.isfunction(f) for f in vars(answer).values())
+    code = getattr(answer, "__code__", None)
+    if code is None:
+        return False
+    first = next((i for i in dis.get_instructions(code) if i.opname not in _PREAMBLE), None)
+    return first is not None and first.opname == "LOAD_GLOBAL" and first.argval == "NotImplementedError"
+
+
+_PREAMBLE = {"RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL"}
 
 
 def _needs_device(example: Example) -> bool:

@@ -304,7 +304,7 @@ class count_copies(TorchDispatchMode):
         self.ops.append(OpRecord(name, tuple(a.device.type for a in inputs),
                                  tuple(o.device.type for o in outputs)))
         if source is not None and outputs:
-            nbytes = source.numel() * source.element_size()
+            nbytes = source.nbytes
             to = outputs[0].device.type
             if source.device.type == "cpu" and to == self.device.type:
                 self.host_to_device += 1

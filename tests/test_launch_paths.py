@@ -21,7 +21,7 @@ def requirement_names(path: Path) -> dict[str, str]:
     return names
 
 
-TEST_TOOLS = {"pytest", "nbval", "nbformat", "nbconvert", "hypothesis", "playwright", "axe-playwright-python"}
+TEST_TOOLS = {"pytest", "pytest-xdist", "nbval", "nbformat", "nbconvert", "hypothesis", "playwright", "axe-playwright-python"}
 
 
 def test_learners_install_only_what_the_course_needs_and_the_tests_add_their_tools():

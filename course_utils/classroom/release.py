@@ -63,7 +63,7 @@ from course_utils.checking import check
 device = cu.setup()
 kept = []
 for exercise_id, ex in sorted(exercises.registry().items()):
-    with publiccheck.record(device) as examples:
+    with publiccheck.record(ex.reference, device) as examples:
         result = check(exercise_id, ex.reference)
     if not result.passed:
         sys.exit(f"the reference of {exercise_id} does not pass its own check: {result.feedback}")
@@ -251,6 +251,9 @@ def release(out: Path, notebooks: Path, *, repo: str | None = None, branch: str 
         write_text_atomic(staging / "release.json", json.dumps({
             "version": __version__, "wheel": f"wheels/{WHEEL}", "colab_download": address, "repository": repo,
             "branch": branch, "notebooks": [p.name for p in lessons]}, indent=1) + "\n")
+        mask = os.umask(0)
+        os.umask(mask)
+        staging.chmod(0o777 & ~mask)   # a folder as any other, not mkdtemp's private one
         os.rename(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

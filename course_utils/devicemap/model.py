@@ -97,7 +97,7 @@ def _nbytes(t: torch.Tensor) -> int:
     try:
         return int(simdevice.host(t).untyped_storage().nbytes())
     except Exception:
-        return t.numel() * t.element_size()
+        return t.nbytes
 
 
 def _pinned(t: torch.Tensor) -> bool:

@@ -138,7 +138,15 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
                  "CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
                  "2.7 as quoted; 2.8 and newer raise it as torch.AcceleratorError",
                  "c10/cuda/CUDAException.cpp: lines verbatim in libc10_cuda.so 2.7 and 2.8; AcceleratorError in "
-                 "libtorch_python.so 2.8 and 2.14, not 2.7")),
+                 "libtorch_python.so 2.8 and 2.14, not 2.7"),
+         Wording("CUDA error: device-side assert triggered\nSearch for `cudaErrorAssert' in "
+                 "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n"
+                 "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+                 "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+                 "2.14 (a torch.AcceleratorError)",
+                 "c10/cuda/CUDAException.cpp: \"' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__"
+                 "TYPES.html for more information\" and the last two lines in libc10_cuda.so 2.14, and no "
+                 "`Compile with` line there (the short `Search for` is not a string of its own)")),
         "A check inside a GPU kernel failed, most often an index out of range: a class label >= the number "
         "of classes (or negative, other than the loss's `ignore_index`) given to a loss, or a token id >= the "
         "embedding size. GPU errors are reported late, so the line in the traceback may not be the one at "
