@@ -167,7 +167,7 @@ def simdevice(repeats: int = 9) -> list[str]:
     simulated ones, so this is the cost of running a lesson's untimed cells, not a measurement a learner sees."""
     import torch
 
-    from course_utils import simdevice as sim
+    from course_utils.gpusim import backend as sim
 
     if not sim.available():
         return [f"PyTorch {torch.__version__} cannot register the simulated GPU (2.10 and later can)."]

@@ -18,7 +18,7 @@ Importing the package is light: each public name imports its module (and PyTorch
 lessons load when a registry (exercises, quizzes, misconceptions) is first read (:mod:`course_utils.loading`).
 
 The package reads bottom-up, in floors (docs/architecture.md says where each concept lives): plain blocks and
-looking at devices (text, files, device, simdevice, inventory, results, errors, devicemap) → grading, timing,
+looking at devices (text, files, device, gpusim, inventory, results, errors, devicemap) → grading, timing,
 extension → exercises, quizzes, runtime, transfer → lessons, mismatch, notebook → store → learner, widgets →
 classroom → this package and its command line. tests/test_architecture.py keeps it so.
 """
@@ -32,7 +32,7 @@ from .loading import set_loader
 #: so that importing the package, and ``python -m course_utils --help``, does not import PyTorch.
 _EXPORTS = {"setup": ("runtime", "setup"),
             "best_device": ("device", "best_device"), "accelerator": ("device", "accelerator"),
-            "is_simulated": ("simdevice", "is_simulated"), "check": ("checking", "check"),
+            "is_simulated": ("gpusim", "is_simulated"), "check": ("checking", "check"),
             "Result": ("results", "Result"), "exercise": ("widgets", "exercise"),
             "exercise_ids": ("exercises", "exercise_ids"), "quiz": ("widgets", "quiz"),
             "answer": ("learner", "answer"), "hint": ("learner", "hint"), "solution": ("learner", "solution"),

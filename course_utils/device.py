@@ -9,7 +9,7 @@ import torch
 
 #: Environment variable that overrides the automatic choice: an accelerator (``cuda:1``) or ``simgpu``.
 DEVICE_ENV = "COURSE_DEVICE"
-#: The name of the course's simulated GPU (:mod:`course_utils.simdevice`), which ``COURSE_DEVICE`` may name.
+#: The name of the course's simulated GPU (:mod:`course_utils.gpusim`), which ``COURSE_DEVICE`` may name.
 SIMULATED = "simgpu"
 #: Environment variable that makes a missing accelerator an error (used by the GPU CI job).
 REQUIRE_ENV = "COURSE_REQUIRE_ACCELERATOR"
@@ -158,7 +158,7 @@ def describe(device: torch.device) -> str:
         return f"{props.name}, {props.total_memory / 2**30:.1f} GiB"
     if device.type == "cpu":
         return f"CPU, {torch.get_num_threads()} threads"
-    if device.type == "simgpu":   # course_utils.simdevice: no floor below this one may import it
+    if device.type == "simgpu":   # course_utils.gpusim: no floor below this one may import it
         return "the course's simulated GPU: values in host memory"
     return device.type.upper()
 
@@ -189,7 +189,7 @@ def free_memory(device: torch.device) -> Optional[int]:
 def synchronize(device: torch.device) -> None:
     """Wait for all queued work on ``device`` (a no-op on the CPU and meta devices)."""
     device = torch.device(device)
-    if device.type in ("cpu", "meta", "simgpu"):   # simgpu: course_utils.simdevice, done when a call returns
+    if device.type in ("cpu", "meta", "simgpu"):   # simgpu: course_utils.gpusim, done when a call returns
         return
     torch.accelerator.synchronize(device)
 

@@ -9,7 +9,7 @@ After each cell that raised, :func:`course_utils.explain_error` reads the except
 the course knows:
 
 * the traceback keeps your own frames and the message, and leaves out the frames inside PyTorch's own
-  machinery (see :func:`is_machinery`) and the course's simulated GPU (:mod:`course_utils.simdevice`); a
+  machinery (see :func:`is_machinery`) and the course's simulated GPU (:mod:`course_utils.gpusim`); a
   last line says how many it left out. ``%tb`` then prints the whole traceback, and with
   ``%xmode Verbose`` nothing is left out;
 * under it comes the explanation, with the notebook's variables on each device the message names:
@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import inventory, simdevice
+from . import gpusim, inventory
 from .errors import Explanation, explain_error
 
 __all__ = ["load", "unload", "enable", "ErrorHelp", "variables_on", "cell_names", "is_machinery",
@@ -42,7 +42,8 @@ _CAUGHT = (Exception,)   # what the traceback handler sees: it shortens only the
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _TORCH_MACHINERY = ("overrides.py", "library.py")   # public modules of PyTorch that only pass calls on
 #: The course's own stand-ins for a GPU, whose frames a trimmed traceback hides as PyTorch's machinery.
-_STANDINS = {os.path.splitext(simdevice.__file__)[0]: "the course's simulated GPU"}
+_STANDINS = {os.path.splitext(path)[0]: "the course's simulated GPU"
+             for path in (gpusim.__file__, gpusim.backend.__file__, gpusim.rules.__file__, gpusim.machines.__file__)}
 
 
 class ErrorHelp:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
-import os
 import reprlib
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -23,8 +21,9 @@ from torch.utils._python_dispatch import _push_mode as _push_dispatch_mode
 from torch.utils._pytree import tree_flatten
 
 from . import device as _device
-from . import devicerules, misconceptions, simdevice
-from .simdevice import SimTensor
+from . import gpusim, misconceptions
+from .gpusim import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Machine,  # noqa: F401  (the lessons'
+                     Patched, simulated_accelerator, simulated_no_accelerator)  # simulated machines, named here)
 from .text import shorten
 
 
@@ -198,13 +197,13 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
     """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor.
 
     An ``nn.Parameter`` gives a plain view of itself; a tensor on the simulated GPU
-    (:class:`course_utils.simdevice.SimTensor`, whose class only the course makes) is taken as it is. Another
+    (:func:`course_utils.gpusim.is_sim_tensor`, a class only the course makes) is taken as it is. Another
     subclass of ``torch.Tensor`` fails: its ``__torch_function__`` could answer the check's own questions
     (``torch.equal``, ``.device``) with anything. The type is read with ``type()``, which an object cannot fake
     (``__class__`` can).
     """
     kind = type(value)
-    if kind is torch.Tensor or kind is SimTensor:   # SimTensor: a tensor on the course's simulated GPU
+    if kind is torch.Tensor or gpusim.is_sim_tensor(value):   # a tensor on the course's simulated GPU
         return value
     if kind is torch.nn.Parameter:
         return _as_subclass(value, torch.Tensor)
@@ -350,13 +349,13 @@ def list_mistake(got: Any, item: type, items: str, convert: str) -> str:
 
 def gpu_refuses(func: Any, args: tuple, kwargs: dict, device_type: str) -> bool:
     """Whether a GPU refuses this operation (an ATen overload and its arguments) for the devices of its tensors, with
-    ``device_type``'s tensors as the GPU's (:func:`course_utils.devicerules.judge`, the rules the simulated GPU
+    ``device_type``'s tensors as the GPU's (:func:`course_utils.gpusim.judge`, the rules the simulated GPU
     follows): for a check that watches code on the data-less ``meta`` device, which lets some mixes through."""
     tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
     if len({t.device.type for t in tensors}) < 2 or not any(t.device.type == device_type for t in tensors):
         return False
     try:
-        return devicerules.judge(func, args, kwargs, lambda t: t.device.type == device_type) is not None
+        return gpusim.judge(func, args, kwargs, lambda t: t.device.type == device_type) is not None
     except LookupError:   # an operation no rule knows: refused as TensorIterator refuses it
         return any(t.device.type != device_type and t.dim() > 0 for t in tensors)
 
@@ -375,12 +374,6 @@ def target_device() -> torch.device:
 def devices_to_test() -> list[torch.device]:
     """The CPU and :func:`target_device`."""
     return [torch.device("cpu"), target_device()]
-
-
-def other_accelerator() -> torch.device:
-    """The device :class:`simulated_accelerator` reports by default, an accelerator that is not CUDA: the simulated
-    GPU where it is registered (its tensors hold values and refuse the CPU's, as a GPU's do), else ``meta``."""
-    return torch.device(simdevice.NAME) if simdevice.is_enabled() else torch.device("meta")
 
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16,
@@ -419,70 +412,6 @@ class TimeLimit(BaseException):
     """Raised inside learner code when a check runs past its time limit."""
 
 
-_COURSE_SETTINGS = (_device.DEVICE_ENV, _device.REQUIRE_ENV)
-
-
-def _namespaces(answer: Any) -> list[dict]:
-    """The global namespaces ``answer``'s code looks names up in (its module, for a class)."""
-    found: list[dict] = []
-    try:
-        if inspect.isclass(answer):
-            candidates = [vars(sys.modules.get(answer.__module__, answer))] + [
-                getattr(getattr(v, "__func__", v), "__globals__", None) for v in vars(answer).values()]
-        else:
-            answer = getattr(answer, "func", answer)                  # functools.partial
-            candidates = [getattr(getattr(answer, "__func__", answer), "__globals__", None)]
-        for namespace in candidates:
-            if type(namespace) is dict and not any(namespace is seen for seen in found):
-                found.append(namespace)
-    except Exception:  # an odd answer object: patch the modules only
-        return []
-    return found
-
-
-class Patched:
-    """Replace attributes for the length of a ``with`` block; also hide this machine's course
-    settings (``COURSE_DEVICE``, ``COURSE_REQUIRE_ACCELERATOR``), which describe the real machine.
-
-    Names the answer imported directly (``from torch.accelerator import is_available``) are bound
-    to the real functions in the answer's globals; they are replaced there too, so that a correct
-    answer sees the same simulated machine as one that writes ``torch.accelerator.is_available()``.
-    """
-
-    answer: Any = None
-
-    def replacements(self) -> dict[tuple[Any, str], Any]:
-        """What to replace: ``{(module, attribute name): replacement}`` (a subclass says)."""
-        raise NotImplementedError
-
-    def __enter__(self) -> Any:
-        fakes = self.replacements()
-        self._saved = [(module, name, getattr(module, name)) for (module, name) in fakes]
-        originals = {id(original): (original, fakes[module, name]) for module, name, original in self._saved}
-        for (module, name), replacement in fakes.items():
-            setattr(module, name, replacement)
-        self._rebound = []
-        for namespace in _namespaces(self.answer):
-            for key, value in list(namespace.items()):
-                original, replacement = originals.get(id(value), (None, None))
-                if original is not None and value is original:
-                    self._rebound.append((namespace, key, value))
-                    namespace[key] = replacement
-        self._env = {name: os.environ.pop(name) for name in _COURSE_SETTINGS if name in os.environ}
-        return self.entered()
-
-    def entered(self) -> Any:
-        """What ``with ... as x`` gives ``x`` (a subclass may say)."""
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        for namespace, key, original in reversed(self._rebound):
-            namespace[key] = original
-        for module, name, original in reversed(self._saved):
-            setattr(module, name, original)
-        os.environ.update(self._env)
-
-
 class CallsNoted(Patched):
     """Note, for a ``with`` block, each call of some functions (also through the answer's own helpers), in order;
     each call still does what the function did when the block began (what a simulation entered before says).
@@ -513,91 +442,3 @@ class CallsNoted(Patched):
 
     def entered(self) -> list[Any]:
         return self.calls
-
-
-class simulated_no_accelerator(Patched):
-    """Pretend, for a ``with`` block, that no accelerator is usable. Lets a check test the CPU
-    branch of an answer on any machine.
-
-    Args:
-        build: the accelerator PyTorch was built for. ``"cuda"`` mimics a CUDA build on a machine
-            without a GPU (``current_accelerator()`` still names ``cuda`` unless
-            ``check_available=True``); ``None`` mimics a CPU-only build (it always returns None).
-        answer: the learner's function or class, whose own imported names are patched too.
-    """
-
-    def __init__(self, build: str | None = "cuda", answer: Any = None):
-        self.build, self.answer = build, answer
-
-    def replacements(self) -> dict[tuple[Any, str], Any]:
-        def current_accelerator(check_available: bool = False) -> torch.device | None:
-            return None if check_available or self.build is None else torch.device(self.build)
-
-        def no_device(*args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("Cannot access accelerator device when none is available.")
-
-        acc, cuda = torch.accelerator, torch.cuda
-        fakes = {(acc, "is_available"): lambda: False, (acc, "current_accelerator"): current_accelerator,
-                 (acc, "current_device_index"): no_device, (acc, "device_count"): lambda: 0,
-                 (cuda, "is_available"): lambda: False, (cuda, "device_count"): lambda: 0,
-                 (torch.backends.mps, "is_available"): lambda: False}
-        if hasattr(torch, "xpu"):
-            fakes[torch.xpu, "is_available"] = lambda: False
-        return fakes
-
-
-class simulated_accelerator(Patched):
-    """Pretend, for the length of a ``with`` block, that the machine has an accelerator.
-
-    ``torch.accelerator`` reports ``device`` as available and current, and ``torch.cuda.is_available()``
-    reports False, so a check can tell device-agnostic answers from ones that hard-code CUDA, even on a
-    CPU-only machine. On a machine with a real accelerator, checks should use that instead.
-
-    Args:
-        device: the device reported as the accelerator; by default :func:`other_accelerator`.
-        answer: the learner's function or class, whose own imported names are patched too.
-    """
-
-    def __init__(self, device: str | torch.device | None = None, answer: Any = None):
-        self.device, self.answer = torch.device(device or other_accelerator()), answer
-
-    def replacements(self) -> dict[tuple[Any, str], Any]:
-        acc, cuda = torch.accelerator, torch.cuda
-        return {(acc, "is_available"): lambda: True,
-                (acc, "current_accelerator"): lambda check_available=False: self.device,
-                (acc, "current_device_index"): lambda: 0, (acc, "device_count"): lambda: 1,
-                (cuda, "is_available"): lambda: False, (cuda, "device_count"): lambda: 0}
-
-    def entered(self) -> torch.device:
-        return self.device
-
-
-@dataclass(frozen=True)
-class Machine:
-    """A machine a check makes an answer see, to test each branch of device-agnostic code on any machine.
-
-    Attributes:
-        name: how feedback names it, e.g. ``"a CPU-only build of PyTorch"``.
-        accelerator: whether ``torch.accelerator`` reports a usable one (:func:`other_accelerator`, not CUDA).
-        build: without an accelerator, the one this PyTorch was built for (``current_accelerator()`` names it).
-    """
-
-    name: str
-    accelerator: bool = False
-    build: str | None = None
-
-    def simulate(self, answer: Any = None) -> Patched:
-        """The ``with`` block in which ``answer`` (and all of PyTorch) sees this machine; ``as`` gives the
-        simulated accelerator's device, or None."""
-        if self.accelerator:
-            return simulated_accelerator(answer=answer)
-        return simulated_no_accelerator(self.build, answer=answer)
-
-
-#: An accelerator that is not CUDA (:func:`other_accelerator`): a hard-coded ``"cuda"`` fails there, as on a Mac
-#: with MPS.
-OTHER_ACCELERATOR = Machine("an accelerator that is not CUDA, as on a Mac", accelerator=True)
-#: No accelerator, on a CUDA build of PyTorch (pip's default): ``current_accelerator()`` still says ``cuda``.
-NO_GPU_CUDA_BUILD = Machine("a CUDA build of PyTorch without a GPU", build="cuda")
-#: No accelerator, on a CPU-only build of PyTorch: ``current_accelerator()`` is None.
-CPU_ONLY_BUILD = Machine("a CPU-only build of PyTorch")

@@ -4,10 +4,19 @@ The registries (:mod:`course_utils.exercises`, :mod:`course_utils.quizzes`, :mod
 sit below the lessons that fill them, so they never import a lesson. Importing ``course_utils`` hands this module
 the way to load them (:func:`set_loader`), and each registry calls :func:`load_lessons` before it is read: importing
 the package stays light (no PyTorch, no lessons), and the first read of a registry loads every lesson.
+
+A lesson's quizzes and misconceptions are data, ``data/lessons/NN.json`` (:func:`lesson_data`): importing the lessons
+registers them before the lesson modules look their codes up.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+import functools
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+#: The lessons' data files, ``NN.json``: ``{"quizzes": [...], "misconceptions": [...]}``.
+LESSON_DATA = Path(__file__).resolve().parent / "data" / "lessons"
 
 _loader: Optional[Callable[[], object]] = None
 
@@ -22,3 +31,9 @@ def load_lessons() -> None:
     """Load every lesson (once; later calls cost an import's cache look-up), so that the registries are full."""
     if _loader is not None:
         _loader()
+
+
+@functools.cache
+def lesson_data(number: str) -> dict[str, Any]:
+    """Lesson ``number``'s data file (``"01"`` reads ``data/lessons/01.json``), read once."""
+    return json.loads((LESSON_DATA / f"{number}.json").read_text(encoding="utf-8"))

@@ -1,10 +1,12 @@
-"""Misconceptions: the mistakes a check recognises, each with a stable code, kept beside the check that names it.
+"""Misconceptions: the mistakes a check recognises, each with a stable code.
 
 A grader raises ``Wrong(message, code)``; the code travels with the result into a notebook's progress, the
 grader's CSV and Gradescope's ``results.json``, so that a teacher can count, across a class, *why* answers
-failed (``python -m course_utils report``). A lesson's codes start with its number (``03.to-not-assigned``);
-``any.*`` codes are the generic ones that the shared checks and the check itself give (``any.raised``), and
-``grade.*`` those of the batch grader (a missing answer cell, tampering, a time limit).
+failed (``python -m course_utils report``). A lesson's codes start with its number (``03.to-not-assigned``) and are
+data, the ``"misconceptions"`` of ``course_utils/data/lessons/NN.json`` (never in the students' package: the
+explanations hold the fixes), registered by :func:`register_lesson`; the module whose check gives one names it with
+:func:`code`. ``any.*`` codes are the generic ones that the shared checks and the check itself give (``any.raised``),
+and ``grade.*`` those of the batch grader (a missing answer cell, tampering, a time limit), both defined below.
 
 A code is a promise: once released it keeps its meaning (rename the ``name``, never the code).
 """
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .loading import load_lessons
+from .loading import lesson_data, load_lessons
 
 #: ``NN.slug``, ``any.slug`` or ``grade.slug``: lower case, digits and dashes.
 CODE = re.compile(r"^(?:\d\d|any|grade)\.[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -77,6 +79,28 @@ def define(code: str, name: str, explanation: str, *, section: Optional[tuple[st
         raise ValueError(f"{code}: a lesson's misconception needs the section that teaches it and a question")
     _REGISTRY[code] = entry
     return code
+
+
+def register_lesson(number: str) -> None:
+    """Define lesson ``number``'s misconceptions from its data file, in the file's order (:mod:`course_utils.lessons`
+    does, once). The students' package's files hold none."""
+    for m in lesson_data(number).get("misconceptions", []):
+        if not m["code"].startswith(f"{number}."):
+            raise ValueError(f"data/lessons/{number}.json holds misconception {m['code']!r} of another lesson")
+        define(m["code"], m["name"], m["explanation"], section=tuple(m["section"]), question=m["question"])
+
+
+def code(value: str) -> str:
+    """``value``, a code that must be defined: a lesson module names the codes its check gives with it
+    (``COUNTED_ELEMENTS = code("01.counted-elements")``), so that one missing from the data fails at import.
+
+    Raises:
+        LookupError: ``value`` is not defined.
+    """
+    if value not in _REGISTRY:
+        raise LookupError(f"misconception {value!r} is not defined: add it to course_utils/data/lessons/"
+                          f"{value[:2]}.json")
+    return value
 
 
 def get(code: str) -> Misconception:
@@ -142,4 +166,4 @@ NOT_A_NOTEBOOK = define("grade.not-a-notebook", "Handed in a file that is not a 
 NOT_GRADED = define("grade.not-graded", "Not graded",
                     "The submission could not be graded (not a notebook, unknown lesson, a process killed...).")
 
-__all__ = ["Misconception", "define", "get", "registry"]
+__all__ = ["Misconception", "code", "define", "get", "register_lesson", "registry"]

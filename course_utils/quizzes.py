@@ -1,7 +1,8 @@
 """Predict-then-reveal quizzes: the data and the plain-Python way to answer them.
 
-The lesson modules (:mod:`course_utils.lessons`) register their quizzes here with :func:`add_quiz`;
-the registry never imports a lesson: every read of it loads the lessons first
+A lesson's quizzes are data, the ``"quizzes"`` of ``course_utils/data/lessons/NN.json`` (the students' package of an
+assessed class ships them too), registered by :func:`register_lesson` when :mod:`course_utils.lessons` is
+imported. The registry never imports a lesson: every read of it loads the lessons first
 (:func:`course_utils.loading.load_lessons`).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from .exceptions import UnknownId
 from .grading import safe_repr
-from .loading import load_lessons
+from .loading import lesson_data, load_lessons
 from .text import card, code_html
 
 
@@ -85,7 +86,7 @@ _QUIZZES: dict[str, Quiz] = {}
 
 def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], answer: int,
              explanation: str) -> Quiz:
-    """Register a quiz (called by the lesson modules)."""
+    """Register a quiz."""
     if quiz_id in _QUIZZES:
         raise ValueError(f"quiz {quiz_id!r} is registered twice")
     if not 0 <= answer < len(options):
@@ -93,6 +94,15 @@ def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], 
     quiz = Quiz(quiz_id, question, tuple(options), answer, explanation)
     _QUIZZES[quiz_id] = quiz
     return quiz
+
+
+def register_lesson(number: str) -> None:
+    """Register lesson ``number``'s quizzes from its data file, in the file's order (:mod:`course_utils.lessons`
+    does, once)."""
+    for q in lesson_data(number)["quizzes"]:
+        if not q["id"].startswith(f"{number}."):
+            raise ValueError(f"data/lessons/{number}.json holds quiz {q['id']!r} of another lesson")
+        add_quiz(q["id"], q["question"], q["options"], q["answer"], q["explanation"])
 
 
 def quiz_ids() -> list[str]:

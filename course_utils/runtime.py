@@ -8,7 +8,7 @@ import sys
 import torch
 
 from . import device as _device
-from . import simdevice
+from . import gpusim
 from .text import wrapped
 
 
@@ -77,7 +77,7 @@ def banner(device: torch.device) -> str:
         need = ".".join(map(str, MIN_TORCH))
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
                      f"run `pip install -U \"torch>={need}\"`, then restart the kernel.")
-    if simdevice.is_simulated(device):
+    if gpusim.is_simulated(device):
         real = real_gpu()
         if real is not None:   # torch.accelerator names the simulated GPU once it is registered, even beside one
             lines.append(f"A GPU ({real}) is present but {_device.DEVICE_ENV} chose the simulated GPU.")
@@ -93,8 +93,8 @@ def banner(device: torch.device) -> str:
     return "\n".join(part for line in lines for part in wrapped(line, then="  "))
 
 
-#: The banner's line when :func:`setup` hands out the simulated GPU (:mod:`course_utils.simdevice`).
-SIMULATED_LINE = (f"Simulated GPU: {simdevice.NAME}:0 and {simdevice.NAME}:1 hold real values in host memory and raise "
+#: The banner's line when :func:`setup` hands out the simulated GPU (:mod:`course_utils.gpusim`).
+SIMULATED_LINE = (f"Simulated GPU: {gpusim.NAME}:0 and {gpusim.NAME}:1 hold real values in host memory and raise "
                   "what a CUDA GPU raises. Not simulated: speed (timings measure your CPU), memory limits, pinned "
                   "memory and CUDA's own API (.cuda(), torch.cuda).")
 
@@ -107,7 +107,7 @@ def setup(lesson: str | None = None) -> torch.device:
 
     In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
     is explained under its traceback. Without an accelerator it registers the simulated GPU and hands out
-    ``simgpu:0`` (:mod:`course_utils.simdevice`); ``COURSE_DEVICE=simgpu`` asks for it even where there is an
+    ``simgpu:0`` (:mod:`course_utils.gpusim`); ``COURSE_DEVICE=simgpu`` asks for it even where there is an
     accelerator, e.g. for a class that should all see the same.
 
     Returns:
@@ -118,10 +118,10 @@ def setup(lesson: str | None = None) -> torch.device:
     from . import extension  # imports only the error catalogue: no floor above this one
     extension.enable(lesson or "")
     if _device.simulated_by_user():   # COURSE_DEVICE=simgpu: the simulated GPU, even where a real one is
-        simdevice.enable()
+        gpusim.enable()
     device = _device.best_device()
-    if device.type == "cpu" and simdevice.wanted():
-        device = simdevice.enable()
+    if device.type == "cpu" and gpusim.wanted():
+        device = gpusim.enable()
     _device.make_current(device)
     if lesson:
         print(f"Lesson {lesson} of 'Where does my tensor live?'")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from . import device as _device
-from . import simdevice
+from . import gpusim
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,14 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
     Returns:
         A :class:`Timing` with the median seconds per call.
 
-    Tensors on the simulated GPU (:mod:`course_utils.simdevice`) are timed as the CPU tensors that hold their values.
+    Tensors on the simulated GPU (:mod:`course_utils.gpusim`) are timed as the CPU tensors that hold their values.
     """
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
     device = torch.device(device) if device is not None else torch.device("cpu")
-    if simdevice.is_simulated(device) or any(isinstance(a, simdevice.SimTensor) for a in args):
+    if gpusim.is_simulated(device) or any(gpusim.is_sim_tensor(a) for a in args):
         # The simulated GPU's work is the CPU's: time the CPU tensors that hold its values, not its bookkeeping.
-        device, args = torch.device("cpu"), simdevice.host(args)
+        device, args = torch.device("cpu"), gpusim.host(args)
     timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
                             timer=synchronized_clock(device),
                             num_threads=num_threads or torch.get_num_threads(),

@@ -5,7 +5,7 @@ kernels check the device of each tensor argument (``device_check`` left at ``Exa
 ``wrapper_CUDA_*`` calls ``check_and_update_common_device`` for each tensor argument, ``out`` first) and which are
 TensorIterator kernels (``structured_inherits: TensorIteratorBase``), whose device check allows CPU scalars. This
 script runs each release's own ``torchgen`` over its own YAML and merges the answers, so that the simulated GPU
-(:mod:`course_utils.simdevice`) raises what a CUDA build of the installed release raises, without PyYAML or torchgen
+(:mod:`course_utils.gpusim.backend`) raises what a CUDA build of the installed release raises, without PyYAML or torchgen
 at run time.
 
 Usage::

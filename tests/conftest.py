@@ -12,7 +12,7 @@ os.environ["COURSE_PROGRESS_FILE"] = os.path.join(_PROGRESS_DIR, "progress.json"
 
 import torch  # noqa: E402
 
-from course_utils import simdevice  # noqa: E402
+from course_utils.gpusim import backend as simdevice  # noqa: E402
 from course_utils.device import REQUIRE_ENV, accelerator, accelerator_required  # noqa: E402
 
 # The simulated GPU's registration cannot be undone: in this process it would reach every test after the first that

@@ -36,7 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from course_utils import device as course_device
-from course_utils.devicerules import convolution_message, per_argument_message  # noqa: F401  (the one source of wordings)
+from course_utils.gpusim.rules import convolution_message, per_argument_message  # noqa: F401  (the one source of wordings)
 
 #: What MPS raises for a float64 (or complex128) tensor.
 MPS_FLOAT64_MESSAGE = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "

@@ -204,7 +204,7 @@ def test_the_string_check_sees_private_names_spelled_out():
 #: The floors, bottom up (docs/architecture.md): a module imports only modules on its own floor or below.
 FLOORS = [
     ["text", "exceptions", "syllabus", "files", "figures", "loading", "misconceptions", "modes", "device",
-     "devicerules", "simdevice", "inventory", "results", "errors", "errors.schema", "errors.tailors",
+     "gpusim", "inventory", "results", "errors", "errors.schema", "errors.tailors",
      "errors.mixed_devices", "errors.catalogue", "errors.explain", "devicereport", "devicefixes",
      "devicemap", "devicemap.blocks", "devicemap.render", "devicemap.model"],   # looking at devices, plain data
     ["grading", "timing", "extension"],

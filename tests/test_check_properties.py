@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import course_utils as cu
-from course_utils import exercises
+from course_utils import checking
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.results import FAILED, NOT_ATTEMPTED, PASSED
 
@@ -114,7 +114,7 @@ def make_answer(ex, behaviour):
 @pytest.mark.parametrize("ex_id", exercise_ids())
 def test_checks_survive_generated_answers(ex_id, monkeypatch):
     ex = get_exercise(ex_id)
-    monkeypatch.setattr(exercises, "TIME_LIMIT", 5.0)
+    monkeypatch.setattr(checking, "TIME_LIMIT", 5.0)
 
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))

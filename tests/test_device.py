@@ -12,7 +12,8 @@ import torch
 
 from course_utils import device as dev
 import course_utils as cu
-from course_utils import runtime, simdevice, text
+from course_utils import runtime, text
+from course_utils.gpusim import backend as simdevice
 from course_utils.grading import simulated_accelerator
 
 

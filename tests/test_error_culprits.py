@@ -17,14 +17,14 @@ import torch
 from nbclient import NotebookClient
 
 import course_utils.device as course_device
-from course_utils import simdevice
+from course_utils.gpusim import backend as simdevice
 from course_utils.errors import explain_error
 from nbtools import RAISE_WHEN, load, notebook_paths, raises, source
 
 #: Families whose errors name two devices: the help must list the variables on them.
 MISMATCH_FAMILIES = {"devices", "index-device", "optimizer-state", "data-parallel"}
 #: Never in a shortened traceback.
-MACHINERY = ("torch/_prims", "torch/_refs", "torch/_decomp", "_call_impl", "course_utils/simdevice.py")
+MACHINERY = ("torch/_prims", "torch/_refs", "torch/_decomp", "_call_impl", "course_utils/gpusim/")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 import course_utils as cu
-from course_utils import errors, simdevice
+from course_utils import errors
+from course_utils.gpusim import backend as simdevice
 from course_utils.__main__ import main
 from course_utils.errors import FAMILIES, LESSONS, Explanation, explain_error, family
 from course_utils.mismatch import save_as_gpu_checkpoint
@@ -850,7 +851,7 @@ def test_the_rule_states_the_zero_dim_edges_exactly():
     """Only binary operations (one 0-dim CPU tensor), `torch.where`, `lerp`'s weight from 2.6 and `addcmul`'s tensor2
     take one on a GPU;
     the course's data of CUDA's checks (devicerules) agrees, run with meta as the GPU."""
-    from course_utils import devicerules as rules
+    from course_utils.gpusim import rules
     rule = errors.tailors.SAME_DEVICE_RULE
     assert "element-wise math" not in rule and "one 0-dim CPU tensor as an operand of a binary operation" in rule
     assert all(s in rule for s in ("`torch.where`", "`torch.lerp`'s weight from 2.6", "`addcmul`", "`clamp(min=t)`"))

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils import exercises
-from course_utils.exercises import _restore_default_device, exercise_ids, get_exercise
+from course_utils import checking, exercises
+from course_utils.checking import _restore_default_device
+from course_utils.exercises import exercise_ids, get_exercise
 
 IDS = exercise_ids()
 
@@ -100,7 +101,7 @@ class TestEveryCheck:
         assert "debugging!" not in capsys.readouterr().out
 
     def test_endless_loop_is_stopped(self, ex_id, monkeypatch):
-        monkeypatch.setattr(exercises, "TIME_LIMIT", 0.5)
+        monkeypatch.setattr(checking, "TIME_LIMIT", 0.5)
 
         def forever(*args, **kwargs):
             while True:

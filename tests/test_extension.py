@@ -34,7 +34,7 @@ def help_outputs(outputs: list) -> list:
             if o.output_type == "display_data" and "course-error-help" in o.data.get("text/html", "")]
 
 
-MACHINERY = ("torch/_prims", "torch/_refs", "_call_impl", "course_utils/simdevice.py")   # never in a short traceback
+MACHINERY = ("torch/_prims", "torch/_refs", "_call_impl", "course_utils/gpusim/")   # never in a short traceback
 
 
 def plain(lines: list) -> str:

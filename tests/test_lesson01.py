@@ -7,7 +7,6 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils import standin
 
 
 @pytest.mark.parametrize("answer, says, code", [
@@ -104,7 +103,7 @@ def test_a_count_returned_as_a_float_is_told_so_the_same_way(exercise_id, answer
 
 def test_going_further_meta_has_shapes_and_no_data():
     """What *Going further* says of `meta`: a shape, a dtype and a device, no values and no memory; and that
-    section 4's core path names no `meta` (it uses the lesson's GPU)."""
+    section 4's core path names no `meta` (it uses the lesson's GPU, `device`)."""
     from nbtools import NOTEBOOK_DIR, load, source
     plan = torch.zeros(50_000, 50_000, device="meta")
     assert plan.nbytes == 10_000_000_000 and plan.untyped_storage().data_ptr() == 0
@@ -115,7 +114,7 @@ def test_going_further_meta_has_shapes_and_no_data():
     text = " ".join(" ".join(source(c).split()) for c in cells[further:])
     assert "### `meta`: shapes without data" in text and 'device="meta"' in text
     core = "\n".join(source(c) for c in cells[:further])
-    assert "meta" not in core.lower() and "cu.second_device(device)" in core
+    assert "meta" not in core.lower() and "device=device" in core and "second_device" not in core
 
 
 def test_going_further_helpers_take_their_device_from_x_whatever_the_default():

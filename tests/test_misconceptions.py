@@ -67,6 +67,24 @@ def test_define_refuses_bad_codes(code, says):
     assert code == "any.raised" or code not in misconceptions.registry()
 
 
+def test_a_lesson_module_names_only_codes_its_data_define():
+    """``misconceptions.code`` is how a lesson module names a code: one missing from the data fails at import."""
+    assert misconceptions.code("01.counted-elements") == "01.counted-elements"
+    with pytest.raises(LookupError, match="course_utils/data/lessons/01.json"):
+        misconceptions.code("01.not-in-the-data")
+
+
+def test_the_lessons_data_stay_readable_one_field_a_line():
+    """``data/lessons/NN.json`` as ``json.dumps(..., indent=1, ensure_ascii=False)`` writes it, so a hand edit keeps
+    the layout that reviews read."""
+    import json
+    files = sorted((PACKAGE / "data" / "lessons").glob("*.json"))
+    assert [f.stem for f in files] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert text == json.dumps(json.loads(text), indent=1, ensure_ascii=False) + "\n", path.name
+
+
 def test_an_unknown_code_reads_as_itself():
     m = misconceptions.get("05.from-a-newer-course")
     assert m.name == "05.from-a-newer-course" and "does not know" in m.explanation

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import exercises, modes, quizzes
+from course_utils import exercises, misconceptions, modes, quizzes
 from course_utils.classroom import release
 from nbtools import NOTEBOOK_DIR, ROOT
 
@@ -73,16 +73,15 @@ def _public_texts(built: Path) -> set[str]:
 
 
 def _secret_strings(built: Path) -> set[str]:
-    """Every string constant of the full lesson modules of 30 characters or more that is nowhere else: feedback,
-    fix sentences, misconceptions' explanations, last hints, the checks' own texts."""
+    """Every string of 30 characters or more that is nowhere else, of the full lesson modules (feedback, fix
+    sentences, last hints, the checks' own texts) and of the lessons' misconceptions (data/lessons/NN.json: names,
+    explanations, questions)."""
     public = _public_texts(built)
-    found = set()
-    for source in _lesson_sources().values():
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) >= 30:
-                if not any(node.value in text for text in public):
-                    found.add(node.value)
-    return found
+    strings = {node.value for source in _lesson_sources().values() for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    strings |= {text for m in misconceptions.registry().values() if not m.generic
+                for text in (m.name, m.explanation, m.question)}
+    return {text for text in strings if len(text) >= 30 and not any(text in p for p in public)}
 
 
 def _wheel_texts(built: Path) -> dict[str, str]:
@@ -108,6 +107,9 @@ def test_no_reference_no_last_hint_and_no_feedback_text_in_anything_students_get
             assert not any(ex.hints[-1] in text for text in texts.values()), f"{ex_id}: its last hint"
     names = set(texts)
     assert not any("/classroom/" in n for n in names) and "course_utils/data/assessed-build.json" in names
+    data = {n: json.loads(texts[n].encode("latin-1")) for n in names if n.startswith("course_utils/data/lessons/")}
+    assert len(data) == 8 and all(set(d) == {"quizzes"} for d in data.values())   # no misconception, no fix
+    assert sum(len(d["quizzes"]) for d in data.values()) == len(quizzes.quiz_ids())
 
 
 def test_no_module_of_the_students_package_computes_what_a_reference_returns(built):

@@ -16,7 +16,7 @@ import warnings
 import pytest
 import torch
 
-from course_utils.devicerules import release
+from course_utils.gpusim.rules import release
 from course_utils.checking import _restore_default_device
 from torch import nn
 from torch.overrides import _get_current_function_mode_stack
@@ -353,7 +353,7 @@ def test_a_module_without_super_init_cannot_hold_a_layer():
 
 from nbtools import load, notebook_paths, source  # noqa: E402
 
-from course_utils.devicerules import per_argument_message  # noqa: E402
+from course_utils.gpusim.rules import per_argument_message  # noqa: E402
 
 from course_utils.runtime import MIN_TORCH  # noqa: E402
 

@@ -94,6 +94,7 @@ class Snapshot:
         self.functions: list[tuple[types.FunctionType, Any, Any, Any]] = []
         self.tables: list[tuple[Any, list]] = []
         self.sys_modules = sys.modules
+        self.kernels = kernels()   # PyTorch's kernels that the checks' comparisons run
         self.rebound = dict(_UNWATCHED_NAMES)  # module -> the globals it rebinds (not watched)
         self.changing: dict[int, Any] = {}  # id -> a table whose contents are not watched (and its declaration)
 
@@ -148,7 +149,7 @@ class Snapshot:
         contents, and no strict namespace gained or lost a name: then :func:`changes` has nothing to report.
         False means only "look closer" (:func:`changes` tells what changed, if anything did). It reads the live
         namespaces by identity, so it costs a few milliseconds where taking a snapshot costs several times that."""
-        if sys.modules is not self.sys_modules:
+        if sys.modules is not self.sys_modules or kernels() != self.kernels:
             return False
         for namespace, pairs, keys, skip, names in self.views:
             get = namespace.get
@@ -224,10 +225,27 @@ def changes(snap: Snapshot) -> list[str]:
         return [f"Python's builtins or the grader itself (checking them failed with {type_name(e)})"]
 
 
+#: Operators whose kernels the checks' comparisons and reads run on every device: one an answer registers anew (through
+#: ``torch.library`` or below it) could make a wrong result compare equal, so it is tampering as a patched function is.
+_WATCHED_OPERATORS = tuple(f"aten::{op}" for op in (
+    "equal", "allclose", "isclose", "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "lt.Tensor", "le.Tensor",
+    "gt.Tensor", "ge.Tensor", "all", "any", "_local_scalar_dense", "sub.Tensor", "abs", "isnan", "nan_to_num",
+    "where.self", "masked_fill.Scalar", "_to_copy", "copy_", "clone", "sum", "max", "min", "sort", "argmax",
+    "_copy_from", "empty_strided", "empty.memory_format", "cat", "stack"))
+
+
+def kernels() -> tuple[str, ...]:
+    """Every kernel PyTorch's dispatcher holds for :data:`_WATCHED_OPERATORS`, however it was registered (its dump
+    names where each came from), in a few hundred microseconds."""
+    return tuple(torch._C._dispatch_dump(op) for op in _WATCHED_OPERATORS)
+
+
 def compare(snap: Snapshot, now: Snapshot) -> list[str]:
     """What :func:`changes` reports: the names of what differs between ``snap`` and ``now``, a later snapshot."""
     changed = {name for name, obj in snap.objects.items()
                if (new := now.objects.get(name, _MISSING)) is not obj and not _equivalent(obj, new)}
+    changed.update(f"PyTorch's kernels of {op}" for op, old, new in zip(_WATCHED_OPERATORS, snap.kernels, now.kernels)
+                   if old != new)
     changed.update(name for name, held in snap.contents.items() if not _same_contents(held, now.contents.get(name)))
     for prefix, keys in snap.keys.items():
         changed.update(f"{prefix}.{n}" if prefix != "exercise registry" else f"exercise {n}"

@@ -11,8 +11,9 @@ writes a new folder (it never writes into one that exists)::
       README.md                                for students: how to start, on a Hub, on Colab, on a laptop
       release.json                             what was released: version, exercises, points, examples
 
-The students' package is the course's package with three changes. Its lesson modules hold the lessons' quizzes
-only: no reference solution, no grader, no hint that answers a mistake, no feedback text, no misconception's fix.
+The students' package is the course's package with three changes. Its ``data/lessons/NN.json`` hold the lessons'
+quizzes alone (not the misconceptions, whose explanations hold the fixes), and its lesson modules only register the
+public checks: no reference solution, no grader, no hint that answers a mistake, no feedback text.
 Each exercise keeps its title, its points and all its hints but the last; Check runs the exercise's *public
 checks* (:mod:`course_utils.publiccheck`): the answer is called on the inputs the full check used on the reference
 and compared with the results the reference gave, recorded here. It has no ``classroom`` (grading is the
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..exceptions import ReleaseError
 from ..files import atomic_open, write_text_atomic
+from ..loading import lesson_data
 
 PACKAGE = Path(__file__).resolve().parent.parent
 #: The course's version, read as pyproject.toml reads it (the package's ``__init__`` is above this floor).
@@ -83,21 +85,22 @@ def record_examples(path: Path) -> None:
 
 # --- the students' package ----------------------------------------------------------------------------------
 
-def lesson_module(number: str, quizzes: list[Any]) -> str:
-    """The source of a students' lesson module: the lesson's quizzes, and its exercises' public checks."""
-    lines = [f'"""Lesson {number} in the students\' package of an assessed class: its quizzes, and its exercises\'',
-             'public checks (course_utils.publiccheck). The reference solutions stay with the teacher."""',
-             "from ..publiccheck import register", "from ..quizzes import add_quiz", ""]
-    for quiz in quizzes:
-        lines.append(f"add_quiz({quiz.id!r}, {quiz.question!r}, {list(quiz.options)!r}, {quiz.answer!r}, "
-                     f"{quiz.explanation!r})")
-    lines += ["", f"register({number!r})", ""]
-    return "\n".join(lines)
+def lesson_module(number: str) -> str:
+    """The source of a students' lesson module: it registers the lesson's public checks (its quizzes are registered
+    from :func:`quizzes_only`'s file by ``course_utils.lessons``, as in the full package)."""
+    return (f'"""Lesson {number} in the students\' package of an assessed class: its exercises\' public checks '
+            f"(course_utils.publiccheck).\nIts quizzes are data/lessons/{number}.json. The reference solutions stay "
+            f'with the teacher."""\nfrom ..publiccheck import register\n\nregister({number!r})\n')
+
+
+def quizzes_only(number: str) -> bytes:
+    """The students' ``data/lessons/NN.json``: the lesson's quizzes, none of its misconceptions."""
+    quizzes = lesson_data(number)["quizzes"]
+    return (json.dumps({"quizzes": quizzes}, indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def package_files(examples: bytes) -> dict[str, bytes]:
     """Every file of the students' package, by its path in the wheel."""
-    from .. import quizzes
     from ..syllabus import LESSONS
 
     files: dict[str, bytes] = {}
@@ -105,14 +108,13 @@ def package_files(examples: bytes) -> dict[str, bytes]:
         relative = path.relative_to(PACKAGE)
         if (path.is_dir() or "__pycache__" in relative.parts or path.suffix == ".pyc"
                 or relative.parts[0] in LEFT_OUT or relative.as_posix() in (MARKER, EXAMPLES)
+                or relative.parts[:2] == ("data", "lessons")     # written below, without the misconceptions
                 or (relative.parts[0] == "lessons" and path.name.startswith("l") and path.suffix == ".py")):
             continue
         files[f"course_utils/{relative.as_posix()}"] = path.read_bytes()
-    by_lesson: dict[str, list[Any]] = {}
-    for quiz_id in quizzes.quiz_ids():
-        by_lesson.setdefault(quiz_id.split(".")[0], []).append(quizzes.get_quiz(quiz_id))
     for number in LESSONS:
-        files[f"course_utils/lessons/l{number}_public.py"] = lesson_module(number, by_lesson.get(number, [])).encode()
+        files[f"course_utils/lessons/l{number}_public.py"] = lesson_module(number).encode()
+        files[f"course_utils/data/lessons/{number}.json"] = quizzes_only(number)
     files[f"course_utils/{MARKER}"] = json.dumps({"assessed": True, "version": __version__}).encode()
     files[f"course_utils/{EXAMPLES}"] = examples
     return files

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from .. import inventory, simdevice
+from .. import gpusim, inventory
 from . import render
 from .blocks import COPIED, MOVED, NEW, ODD, STAYED, Block, Lane
 
@@ -88,14 +88,14 @@ def _kind(found: inventory.Found) -> Optional[str]:
 
 def _storage_key(t: torch.Tensor) -> Any:
     try:   # a tensor on the simulated GPU keeps its values, and its views share them, in a CPU tensor behind it
-        return (str(t.device), simdevice.host(t).untyped_storage()._cdata)
+        return (str(t.device), gpusim.host(t).untyped_storage()._cdata)
     except Exception:   # no storage to share (e.g. some subclasses): the tensor is its own block
         return (str(t.device), "tensor", id(t))
 
 
 def _nbytes(t: torch.Tensor) -> int:
     try:
-        return int(simdevice.host(t).untyped_storage().nbytes())
+        return int(gpusim.host(t).untyped_storage().nbytes())
     except Exception:
         return t.nbytes
 

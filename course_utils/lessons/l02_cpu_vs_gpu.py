@@ -7,130 +7,16 @@ import torch
 
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Patched, Wrong, call, expect_int, safe_repr
-from ..quizzes import add_quiz
-
-# --- quizzes ---------------------------------------------------------------------------------
-
-add_quiz(
-    "02.which_check",
-    "Which call tells you whether *any* accelerator PyTorch supports is usable: an NVIDIA GPU, "
-    "Apple's MPS, Intel's XPU, ...?",
-    ["`torch.cuda.is_available()`", "`torch.device('cuda') is not None`",
-     "`torch.backends.cudnn.is_available()`", "`torch.accelerator.is_available()`"],
-    3,
-    "`torch.accelerator` (PyTorch 2.6 and later) asks whichever accelerator this PyTorch was built for. "
-    "`torch.cuda.is_available()` only knows CUDA: it is False on an Apple-silicon Mac even when MPS is "
-    "there. `torch.device('cuda')` is just a name and always succeeds; cuDNN is a library, not a device.",
-)
-add_quiz(
-    "02.flops_double",
-    "Going from a 1024×1024 to a 2048×2048 matrix product (`a @ b`, both square), how much more "
-    "arithmetic is there to do?",
-    ["2×", "4×", "8×", "16×"],
-    2,
-    "Each of the n² outputs is a sum of n products, so the work grows like n³: doubling n gives "
-    "2³ = 8 times the arithmetic (the memory only grows 4×).",
-)
-add_quiz(
-    "02.async_trap",
-    "On a GPU you run `start = time.perf_counter(); c = a @ b; print(time.perf_counter() - start)` "
-    "for two large matrices, with no synchronisation. What does it print?",
-    ["Only the time to queue the work: far less than the product takes",
-     "The time the GPU needs to compute the product",
-     "The product's time plus the time to copy `c` back to the CPU",
-     "Nothing: it raises, because `c` is not ready yet"],
-    0,
-    "GPU work is asynchronous: `a @ b` puts a kernel in the GPU's queue and returns at once. The clock "
-    "stops before the GPU has finished. Python only waits when it needs the result (`print(c)`, "
-    "`.item()`, `.cpu()`) or when you call `torch.accelerator.synchronize()`.",
-)
-add_quiz(
-    "02.timer_threads",
-    "`torch.utils.benchmark.Timer(...)` is created without `num_threads=`. How many CPU threads does "
-    "the code it times get?",
-    ["One", "As many as PyTorch normally uses (`torch.get_num_threads()`)",
-     "One per core, whatever PyTorch's setting", "It depends on the size of the work"],
-    0,
-    "`benchmark.Timer` defaults to `num_threads=1`, so that measurements compare like with like. Your "
-    "real program uses all of PyTorch's threads; pass `num_threads=torch.get_num_threads()` (as "
-    "`cu.time_it` does) to time what it will really do.",
-)
-add_quiz(
-    "02.small_throughput",
-    "On the same CPU, which gets more GFLOP/s (arithmetic per second): a 16×16 matrix product or a "
-    "1024×1024 one?",
-    ["About the same: a CPU computes at a fixed speed",
-     "16×16: small matrices fit in the cache",
-     "It cannot be said without a GPU",
-     "1024×1024, by far: a fixed cost per call swamps tiny work"],
-    3,
-    "Every call pays a fixed cost (Python, PyTorch's dispatcher, and on a GPU a kernel launch) of some "
-    "microseconds. A 16×16 product is only 8,192 operations, so it is mostly that fixed cost; a "
-    "1024×1024 product is two billion operations that keep every arithmetic unit busy.",
-)
-add_quiz(
-    "02.tiny_add",
-    "On the CPU, `x + x` for a 10-element `x` takes some time t per call. About how long per call for "
-    "a 10,000-element `x`?",
-    ["Less than t", "Not much more than t", "About 100·t", "About 1000·t (1000× the elements)"],
-    1,
-    "For tiny tensors the fixed cost of a call dominates: adding the numbers themselves takes "
-    "nanoseconds. That fixed cost is why tiny work does not belong on a GPU, where the launch costs more.",
-)
-
+from ..grading import NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, CallsNoted, Crashed, Wrong, call, expect_int, safe_repr
 
 # --- exercise 02.pick_device -----------------------------------------------------------------
 
-_SECTION_1 = ("02_cpu_vs_gpu", "1. Which device do I have?")
-
-HARD_CODED = misconceptions.define(
-    "02.hard-coded-device", "Hard-coded the device (`\"cuda\"`)",
-    "Believes writing `\"cuda\"` (or another fixed device) is how to use the GPU. `torch.device(\"cuda\")` is only a "
-    "name and never fails; using it fails on every machine without CUDA (a Mac's GPU is `mps`), so ask "
-    "`torch.accelerator` what the machine has.",
-    section=_SECTION_1,
-    question="`torch.device(\"cuda\")` runs without an error on a laptop that has no GPU. When does the error come, "
-             "and what does an Apple-silicon Mac call its GPU?")
-NOT_CHECKED = misconceptions.define(
-    "02.accelerator-not-checked", "`current_accelerator()` without `is_available()`",
-    "Believes `torch.accelerator.current_accelerator()` gives a usable device or nothing. It names the accelerator "
-    "PyTorch was built for, usable or not (`cuda` for a CUDA build, such as pip's default on Linux, on a machine "
-    "without a GPU; None on a CPU-only build), and `current_device_index()` raises without one: ask `is_available()` first, or pass "
-    "`check_available=True`.",
-    section=_SECTION_1,
-    question="On a laptop without a GPU, running pip's default (CUDA) build of PyTorch, what do "
-             "`torch.accelerator.current_accelerator()` and `torch.accelerator.is_available()` return?")
-NO_CPU_FALLBACK = misconceptions.define(
-    "02.no-cpu-fallback", "No fallback to the CPU",
-    "Returned `current_accelerator(check_available=True)` alone, as if it gave the CPU when there is no "
-    "accelerator. It gives None there: the code must fall back to `torch.device(\"cpu\")` itself.",
-    section=_SECTION_1,
-    question="Without an accelerator, what does `torch.accelerator.current_accelerator(check_available=True)` "
-             "return, and what should `pick_device()` return instead?")
-DEVICE_STRING = misconceptions.define(
-    "02.returned-device-string", "Returned a device name (a string), not a `torch.device`",
-    "Believes the string `\"cuda\"` or `\"cpu\"` is a device. It is only a name that `.to` and `device=` accept: a "
-    "`torch.device` never equals a string (`torch.device('cpu') == 'cpu'` is False), and a string has no `.type`.",
-    section=("03_to_device", "4. Strings and device objects"),
-    question="What does `pick_device()`'s result have that the string `\"cuda\"` lacks (try `.type` and "
-             "`.index`)? After lesson 03: is `torch.device(\"cpu\") == \"cpu\"` True?")
-CUDA_ONLY = misconceptions.define(
-    "02.cuda-only-check", "Checked only `torch.cuda.is_available()`",
-    "Believes `torch.cuda.is_available()` says whether there is a GPU. It knows CUDA only: it is False on an "
-    "Apple-silicon Mac (MPS) or with an Intel GPU (XPU). `torch.accelerator.is_available()` asks whichever "
-    "accelerator this PyTorch was built for.",
-    section=_SECTION_1,
-    question="On an Apple-silicon Mac, what do `torch.cuda.is_available()` and `torch.accelerator.is_available()` "
-             "return?")
-BACKEND_LIST = misconceptions.define(
-    "02.backend-list", "Checked a fixed list of backends",
-    "Tests backends one by one (`torch.cuda`, `torch.backends.mps`, `torch.xpu`, ...), believing the list covers "
-    "every accelerator. Any backend it leaves out (and any PyTorch adds later) falls back to the CPU; "
-    "`torch.accelerator` knows whichever one this PyTorch was built for, so no list is needed.",
-    section=_SECTION_1,
-    question="What does an `if cuda ... elif mps ...` chain return on a machine whose accelerator it does not "
-             "name, and which two calls replace the whole chain?")
+HARD_CODED = misconceptions.code("02.hard-coded-device")
+NOT_CHECKED = misconceptions.code("02.accelerator-not-checked")
+NO_CPU_FALLBACK = misconceptions.code("02.no-cpu-fallback")
+DEVICE_STRING = misconceptions.code("02.returned-device-string")
+CUDA_ONLY = misconceptions.code("02.cuda-only-check")
+BACKEND_LIST = misconceptions.code("02.backend-list")
 
 
 def pick_device():
@@ -198,55 +84,27 @@ def _expect_device(got: Any, where: str) -> torch.device:
     return got
 
 
-#: Backend-specific availability checks: (the backend's name, its module's name, module, function).
-_BACKEND_CHECKS = (("CUDA", "torch.cuda", torch.cuda, "is_available"),
-                   ("CUDA", "torch.cuda", torch.cuda, "device_count"),
-                   ("MPS", "torch.backends.mps", torch.backends.mps, "is_available"),
-                   ("MPS", "torch.backends.mps", torch.backends.mps, "is_built"),
-                   ("MPS", "torch.mps", getattr(torch, "mps", None), "is_available"),
-                   ("XPU", "torch.xpu", getattr(torch, "xpu", None), "is_available"),
-                   ("XPU", "torch.xpu", getattr(torch, "xpu", None), "device_count"),
-                   ("MTIA", "torch.mtia", getattr(torch, "mtia", None), "is_available"))
+#: Backend-specific availability checks: (module, function, (the backend's name, its module's name)).
+_BACKEND_CHECKS = ((torch.cuda, "is_available", ("CUDA", "torch.cuda")),
+                   (torch.cuda, "device_count", ("CUDA", "torch.cuda")),
+                   (torch.backends.mps, "is_available", ("MPS", "torch.backends.mps")),
+                   (torch.backends.mps, "is_built", ("MPS", "torch.backends.mps")),
+                   (getattr(torch, "mps", None), "is_available", ("MPS", "torch.mps")),
+                   (getattr(torch, "xpu", None), "is_available", ("XPU", "torch.xpu")),
+                   (getattr(torch, "xpu", None), "device_count", ("XPU", "torch.xpu")),
+                   (getattr(torch, "mtia", None), "is_available", ("MTIA", "torch.mtia")))
 
 
-class _BackendsAsked(Patched):
-    """Inside a simulation: note which backends the answer asks about one by one (``torch.cuda``,
-    ``torch.backends.mps``, ``torch.xpu``, ...); the answers are whatever the simulation says."""
-
-    def __init__(self, answer: Any = None):
-        self.answer = answer
-        self.asked: list[tuple[str, str]] = []
-
-    def replacements(self) -> dict[tuple[Any, str], Any]:
-        fakes = {}
-        for backend, where, module, name in _BACKEND_CHECKS:
-            original = getattr(module, name, None) if module is not None else None
-            if callable(original) and (module, name) not in fakes:
-                fakes[module, name] = self._noting((backend, where), original)
-        return fakes
-
-    def _noting(self, backend: tuple[str, str], original: Callable) -> Callable:
-        def noted(*args: Any, **kwargs: Any) -> Any:
-            if backend not in self.asked:
-                self.asked.append(backend)
-            return original(*args, **kwargs)
-        return noted
-
-    def entered(self) -> list[tuple[str, str]]:
-        return self.asked
-
-
-def _backend_list_feedback(fake: torch.device, asked: list[tuple[str, str]]) -> str:
+def _backend_list_feedback(asked: list[tuple[str, str]]) -> str:
     names = [backend for backend, _ in asked]
     modules = ", ".join(f"`{where}`" for _, where in asked)
     listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-    return (f"When `torch.accelerator` reports an accelerator (the check pretends one, shown as `{fake}`), "
-            f"your function returned `cpu`. It asks backends one by one ({modules}), and the simulated "
-            f"accelerator is none of {listed}: it stands for any backend your list leaves out. A fixed list "
-            "of backends misses the others PyTorch supports (and any it adds later), and the check cannot "
-            "pretend to be each of them. Ask `torch.accelerator.is_available()` and use "
-            "`torch.accelerator.current_accelerator()`: they know whichever accelerator this PyTorch was "
-            "built for, so your code needs no list.")
+    return (f"When `torch.accelerator` reports an accelerator (the check pretends one), your function returned "
+            f"`cpu`. It asks backends one by one ({modules}), and the simulated accelerator is none of {listed}: "
+            "it stands for any backend your list leaves out. A fixed list of backends misses the others PyTorch "
+            "supports (and any it adds later), and the check cannot pretend to be each of them. Ask "
+            "`torch.accelerator.is_available()` and use `torch.accelerator.current_accelerator()`: they know "
+            "whichever accelerator this PyTorch was built for, so your code needs no list.")
 
 
 def _hard_coded(got: torch.device, expected: str) -> str:
@@ -284,23 +142,22 @@ def _grade_pick_device(fn: Callable) -> str:
                     "Return the accelerator when `torch.accelerator.is_available()` is True.",
                     misconceptions.WRONG_DEVICE)  # hard-coded, CUDA-only or CPU only: this step cannot tell
 
-    # 2. an accelerator that is not CUDA (reported as the data-less `meta` device)
-    where = "when PyTorch reports an accelerator that is not CUDA (the check shows it as `meta`)"
-    with OTHER_ACCELERATOR.simulate(fn) as fake, _BackendsAsked(answer=fn) as asked:
+    # 2. an accelerator that is not CUDA
+    where = "when PyTorch reports an accelerator that is not CUDA (the check pretends one, as on a Mac)"
+    with OTHER_ACCELERATOR.simulate(fn) as fake, CallsNoted(_BACKEND_CHECKS, answer=fn) as asked:
         got = _expect_device(_picked(fn, where), where)
+    asked = list(dict.fromkeys(asked))
     if got.type == "cpu" and any(backend != "CUDA" for backend, _ in asked):
-        raise Wrong(_backend_list_feedback(fake, asked), BACKEND_LIST)
+        raise Wrong(_backend_list_feedback(asked), BACKEND_LIST)
     if got.type == "cpu":
-        raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (the check "
-                    f"pretends one, shown as `{fake}`), your function returned `cpu`. Testing only "
+        raise Wrong(f"{where[0].upper()}{where[1:]}, your function returned `cpu`. Testing only "
                     "`torch.cuda.is_available()` (or a fixed list of backends) misses Apple's MPS, "
                     "Intel's XPU and others: ask `torch.accelerator.is_available()` and use "
                     "`torch.accelerator.current_accelerator()`.", CUDA_ONLY)
     if got.type != fake.type:
-        raise Wrong(f"When `torch.accelerator` reports an accelerator that is not CUDA (shown as `{fake}`), "
-                    f"your function returned `{got}`. It hard-codes a backend, or tests backends one by one "
-                    "(`torch.cuda`, `torch.backends.mps`, ...) and so misses the others: ask "
-                    "`torch.accelerator.current_accelerator()` instead.", HARD_CODED)
+        raise Wrong(f"{where[0].upper()}{where[1:]}, your function returned `{got}`. It hard-codes a backend, "
+                    "or tests backends one by one (`torch.cuda`, `torch.backends.mps`, ...) and so misses the "
+                    "others: ask `torch.accelerator.current_accelerator()` instead.", HARD_CODED)
     if unchecked is not None:
         raise unchecked
 
@@ -319,61 +176,14 @@ def _grade_pick_device(fn: Callable) -> str:
 
 # --- exercise 02.matmul_flops ----------------------------------------------------------------
 
-_SECTION_2 = ("02_cpu_vs_gpu", "2. Counting the work")
-
-FLOPS_FORGOT_2 = misconceptions.define(
-    "02.flops-forgot-the-2", "Counted n³: one operation per term",
-    "Counted each of the n³ terms of the sums as one operation. Each term is a multiplication and an addition (a "
-    "multiply-add), so PyTorch's FLOP counter, like every quoted GFLOP/s figure, counts 2·n³.",
-    section=_SECTION_2,
-    question="Write out one output of a 2×2 product: how many multiplications and additions make it, and what "
-             "does `counted_flops(2)` say?")
-FLOPS_OUTPUTS = misconceptions.define(
-    "02.flops-counted-outputs", "Counted the outputs (n²), not the work",
-    "Took the number of results for the amount of work. Each of the n² outputs is a sum of n products, each a "
-    "multiply and an add: n² × 2n = 2·n³ operations.",
-    section=_SECTION_2,
-    question="How many numbers does an n×n product hold, and how many multiplications go into each one?")
-FLOPS_PER_OUTPUT = misconceptions.define(
-    "02.flops-one-multiply-add-per-output", "One multiply-add per output (2·n²)",
-    "Counted one multiplication and one addition per output. Each output is a sum of n products, so it takes n "
-    "multiply-adds: 2·n³ in all.",
-    section=_SECTION_2,
-    question="For a 3×3 product, how many products are summed to make the output `c[0, 0]`?")
-FLOPS_EXACT = misconceptions.define(
-    "02.flops-exact-count", "Exact count n²(2n−1), not the 2·n³ convention",
-    "Counted exactly: n multiplications and n − 1 additions per output. The arithmetic is right, but the exercise "
-    "asks for the number PyTorch's FLOP counter reports, and the counter (like quoted GFLOP/s figures) rounds each "
-    "output up to n multiply-adds: 2·n³. `counted_flops(2)` says 16, the exact count 12.",
-    section=_SECTION_2,
-    question="n²(2n−1) counts every multiplication and addition exactly. Why do the FLOP counter and quoted "
-             "GFLOP/s figures say 2·n³ instead?")
-FLOPS_THREE = misconceptions.define(
-    "02.flops-three-per-term", "Counted 3 operations per term",
-    "Counted three operations for each term of a sum. A term is one multiplication and one addition (the add "
-    "that accumulates it): 2 operations, 2·n³ in all.",
-    section=_SECTION_2,
-    question="In `c[i, j] = a[i, 0]·b[0, j] + a[i, 1]·b[1, j] + ...`, which operations does one term cost?")
-FLOPS_FLOAT = misconceptions.define(
-    "02.flops-through-float", "Computed the count through a float",
-    "Used `** 3.0`, `math.pow` or `/`, believing a float holds whole numbers exactly. It holds every one only up to 2**53 "
-    "(about 9e15); beyond, many are rounded, and `int(...)` afterwards cannot undo it (for `int(2 * n ** 3.0)` the "
-    "first wrong n is 208,065, where n cubed passes 2**53). Python ints are exact at any size.",
-    section=_SECTION_2,
-    question="Section 2 asks for no floats on the way: why can `int(2 * n ** 3.0)` differ from `2 * n ** 3` when n "
-             "is large?")
-FLOPS_EMPTY = misconceptions.define(
-    "02.flops-empty-product", "Counted work for an empty product (n = 0)",
-    "Special-cased small sizes (a minimum, or a fixed value below some n), though 2·n³ holds for every n: an "
-    "empty product, n = 0, does no arithmetic at all.",
-    section=_SECTION_2,
-    question="How many multiplications does a 0×0 @ 0×0 product do, and what does `counted_flops(0)` return?")
-FLOPS_ONE = misconceptions.define(
-    "02.flops-one-by-one", "Miscounted a 1×1 product",
-    "Special-cased n = 1, typically as one operation (its single multiplication). By the multiply-add "
-    "convention it costs 2, as 2·n³ gives.",
-    section=_SECTION_2,
-    question="What does `counted_flops(1)` return, and which two operations does it count?")
+FLOPS_FORGOT_2 = misconceptions.code("02.flops-forgot-the-2")
+FLOPS_OUTPUTS = misconceptions.code("02.flops-counted-outputs")
+FLOPS_PER_OUTPUT = misconceptions.code("02.flops-one-multiply-add-per-output")
+FLOPS_EXACT = misconceptions.code("02.flops-exact-count")
+FLOPS_THREE = misconceptions.code("02.flops-three-per-term")
+FLOPS_FLOAT = misconceptions.code("02.flops-through-float")
+FLOPS_EMPTY = misconceptions.code("02.flops-empty-product")
+FLOPS_ONE = misconceptions.code("02.flops-one-by-one")
 
 
 def matmul_flops(n):

@@ -1,191 +1,37 @@
-"""Lesson 03 - `.to(device)`: moving tensors and models, and what `.to` returns."""
+"""Lesson 03 - `.to(device)`: moving tensors and models, and what `.to` returns: 03.to_device (a whole
+batch); 03.prepare (a model and its batch) is in :mod:`course_utils.lessons.l03_prepare`, which shares the
+codes and helpers of this module that are public."""
 from __future__ import annotations
 
 import re
 from typing import Any, Callable
 
 import torch
-from torch import nn
+from torch.utils._pytree import tree_leaves, tree_map_only
 
 from .. import device as _device
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, describe, devices_to_test, expect_tensor, is_tensor, random_tensor,
-                       safe_repr, same_values)
-from ..quizzes import add_quiz
+from ..grading import (Crashed, Wrong, call, describe, expect_tensor, is_tensor, random_tensor, safe_repr,
+                       same_values, target_device)
 from ..text import shorten
-
-# --- quizzes ---------------------------------------------------------------------------------
-
-add_quiz(
-    "03.original_after_to",
-    "`x` is a tensor on the CPU and `other` is a second device (your GPU, or the simulated one). You run "
-    "`y = x.to(other)`. Where is `x` now?",
-    ["On `other`: `x` and `y` are the same tensor", "Still on the CPU", "Nowhere: `.to` moved its data away",
-     "It depends on the size of `x`"],
-    1,
-    "`Tensor.to` never changes the tensor you call it on. It returns a tensor on the target device "
-    "(here a new one, `y`) and leaves `x` exactly where it was.",
-)
-add_quiz(
-    "03.same_object",
-    "`t` is a `float32` tensor on the CPU. What does `t.to('cpu') is t` give?",
-    ["`False`: `.to` always returns a copy",
-     "It raises an error: `t` is already on the CPU",
-     "`False`, but the two share memory because they are views",
-     "`True`: there is nothing to change, so `.to` returns `t` itself"],
-    3,
-    "When the device and dtype already match, `.to` does no work and returns the very same tensor "
-    "object. Only `copy=True` forces a copy. So a write into the result is a write into `t`.",
-)
-add_quiz(
-    "03.device_vs_string",
-    "What does `torch.device('cpu') == 'cpu'` evaluate to?",
-    ["`False`", "`True`", "It raises a `TypeError`", "`True` only on a machine without a GPU"],
-    0,
-    "A `torch.device` is not a string, and comparing it with one gives `False`, silently, with no error. "
-    "Compare `t.device.type == 'cpu'`, or compare with a `torch.device` on both sides.",
-)
-add_quiz(
-    "03.module_in_place",
-    "`model = nn.Linear(4, 3)` on the CPU, then `model.to(device)` on a line of its own, result not kept "
-    "(`device` is a GPU). Where are the model's parameters?",
-    ["Still on the CPU: the result was thrown away, as with tensors",
-     "Half on each: only the weight moved",
-     "On the GPU: `Module.to` moves the model in place",
-     "It raises: a model must be reassigned"],
-    2,
-    "`Module.to` changes the module itself and returns that same module, so `model.to(device)` on its own "
-    "line works. `model = model.to(device)` works too (it reassigns the same object) and reads like the "
-    "tensor version, which is why many people write it that way.",
-)
-add_quiz(
-    "03.dict_to",
-    "A batch is a dict: `batch = {'x': x, 'y': y}`, both tensors on the CPU. What does `batch.to(device)` do?",
-    ["Moves both tensors and returns a new dict", "Moves both tensors in place",
-     "Raises `AttributeError`: a dict has no `.to`", "Moves only the first tensor"],
-    2,
-    "`.to` is a method of tensors and modules. A plain dict (or list, or tuple) has no `.to`: you move "
-    "each tensor inside it yourself, and build a new container for the results.",
-)
-add_quiz(
-    "03.from_numpy_device",
-    "`a = np.arange(3.0)` and `device` is a GPU. Inside `with torch.device(device):`, where are "
-    "`torch.from_numpy(a)` and `torch.tensor(a)`?",
-    ["Both on the GPU", "Both on the CPU", "`from_numpy` on the GPU, `torch.tensor` on the CPU",
-     "`from_numpy` on the CPU, `torch.tensor` on the GPU"],
-    3,
-    "`torch.from_numpy` wraps the array's own CPU memory without copying (change `a`, the tensor changes), "
-    "so it is always on the CPU, whatever the default device. `torch.tensor` copies, and like other "
-    "factory functions it follows the default device.",
-)
-
 
 # --- exercise 03.to_device -------------------------------------------------------------------
 
-TO_NOT_ASSIGNED = misconceptions.define(
-    "03.to-not-assigned", "`.to` without keeping the result",
-    "Believes `t.to(device)` moves `t` itself; it returns a moved copy (or `t` itself when nothing changes), so "
-    "the result must be kept: `t = t.to(device)`. `Module.to` is the exception: it moves in place.",
-    section=("03_to_device", "1. Moving a tensor with `.to`"),
-    question="After `x.to(device)` on a line of its own, where does `x` live? When does `.to` return `x` itself?")
-CHANGED_DTYPE = misconceptions.define(
-    "03.changed-dtype", "Changed the dtype while moving",
-    "Casts the data while moving it (`.float()`, or a dtype passed to `.to`), as if a move needed one; "
-    "`.to(device)` keeps the dtype, converting only when given a dtype, and token ids and labels must stay "
-    "integers.",
-    section=("03_to_device", "3. `.to` changes the dtype too"),
-    question="What dtype does `ids.to(device)` have for an `int64` `ids`, and what does `ids.to(device, "
-             "torch.float32)` do to it?")
-CREATED_NOT_MOVED = misconceptions.define(
-    "03.created-instead-of-moved", "Made new tensors instead of moving them",
-    "Believes making a tensor of the same shape on the device (`torch.zeros_like(t, device=...)`, "
-    "`torch.empty(...)`) moves `t`; that allocates a new tensor without `t`'s values, while `t.to(device)` "
-    "copies the values there.",
-    section=("03_to_device", "1. Moving a tensor with `.to`"),
-    question="After `y = x.to(other)`, what does `y` hold that `torch.zeros_like(x, device=other)` does not?")
-MOVED_INPUT_IN_PLACE = misconceptions.define(
-    "03.moved-input-in-place", "Moved the caller's data in place",
-    "Believes moving means changing what the caller passed in (writing moved tensors back into its dict or "
-    "list, or `batch.data = ...`); like `Tensor.to`, the function must leave its input as it was and return "
-    "new containers and tensors, since the caller may still use the originals.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="After `moved = to_device(batch, device)`, what should `batch` still hold, and why build a new "
-             "dict instead of writing into `batch`?")
-TUPLE_TO_LIST = misconceptions.define(
-    "03.tuple-became-list", "Rebuilt a tuple as a list",
-    "Believes any sequence may come back as a list (one list comprehension for lists and tuples); a tuple "
-    "must stay a tuple (`tuple(...)`): code that compares it with a tuple, uses it as a dict key or checks "
-    "`isinstance(batch, tuple)` depends on the type.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="A batch is `(inputs, labels)`. Why must `to_device` give back a tuple, and how do you build one "
-             "from moved items?")
-CONTAINER_TYPE = misconceptions.define(
-    "03.container-type-changed", "Returned another kind of container",
-    "Returns a different container than it was given (a dict's values as a list, a generator expression "
-    "`(... for v in obj)` for a tuple); a dict must come back a dict with the same keys, a list a list, a tuple "
-    "a tuple.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="What does `(to_device(v, d) for v in obj)` make: a tuple? What does a dict comprehension give "
-             "that a list of the values loses?")
-CHANGED_KEYS = misconceptions.define(
-    "03.changed-keys", "Changed a dict's keys",
-    "Believes the keys of a batch dict may be renamed, converted or added to; the moved dict must have the "
-    "very same keys, since the model and the code after the move look entries up by them.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="Code after the move reads `moved['inputs']['ids']`. What must `to_device` keep for that to "
-             "work?")
-DROPPED_NON_TENSORS = misconceptions.define(
-    "03.dropped-non-tensors", "Dropped the items that are not tensors",
-    "Believes only tensors belong in the moved batch, so it skips strings, numbers and `None`; they are part "
-    "of the batch (ids, flags, metadata) and must come back unchanged, in their places.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="The batch in section 7 has `sample_ids`, a tuple of strings. What should `to_device` do with "
-             "it?")
-NUMBER_TO_TENSOR = misconceptions.define(
-    "03.non-tensor-made-tensor", "Turned a number into a tensor",
-    "Believes everything in a batch must become a tensor on the device; only tensors move, and numbers, "
-    "strings and flags come back as the very same objects (code after the move expects an `int`, not a "
-    "0-d tensor).",
-    section=("03_to_device", "7. Batches with structure"),
-    question="A batch holds `'epoch': 3`. Why should `to_device` leave it an `int` rather than make "
-             "`torch.tensor(3, device=device)`?")
-NO_FALLBACK_RETURN = misconceptions.define(
-    "03.no-fallback-return", "No `return obj` for other values",
-    "Handles tensors, dicts, lists and tuples but has no final `return obj`, so a Python function falls off "
-    "its end and returns `None` for strings, numbers and other objects; anything that is not a tensor or "
-    "container must be returned as it is.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="What does a Python function return when no `return` line runs? What should `to_device('s1', "
-             "device)` return?")
-CHANGED_NON_TENSOR = misconceptions.define(
-    "03.changed-non-tensor", "Copied or changed an item that is not a tensor",
-    "Believes a moved batch needs fresh copies of everything (`copy.deepcopy`, `str(...)`); only tensors "
-    "move, and anything else must come back as the very same object, which the caller may still compare or "
-    "share.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="Why should `to_device` return a string or a custom object as the same object instead of a copy?")
-TOP_LEVEL_ONLY = misconceptions.define(
-    "03.top-level-only", "Moved only the top level",
-    "Moves the tensors directly in the batch but not those inside nested containers; batches nest (a dict "
-    "of dicts, a tuple inside a list), so the function must call itself on every item to handle any depth.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="In section 7's batch, `ids` sits inside `batch['inputs']`. Does moving each tensor found directly "
-             "in `batch` move it?")
-SKIPPED_CONTAINER = misconceptions.define(
-    "03.skipped-a-container-type", "Did not look inside one kind of container",
-    "Handles some containers (say dicts and lists) but returns another kind, often tuples, as it is, with "
-    "the tensors inside left behind; every dict, list and tuple must be rebuilt from moved items.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="A data loader hands out `(inputs, labels)`. What happens to those tensors if `to_device` handles "
-             "only dicts and lists?")
-TENSORS_NOT_MOVED = misconceptions.define(
-    "03.tensors-not-moved", "Moved no tensor at all",
-    "Returns the batch's tensors where they were (for example the input itself, or new containers around the "
-    "same tensors); every tensor must go through `.to(device)`, and the results go into what is returned.",
-    section=("03_to_device", "7. Batches with structure"),
-    question="Does rebuilding a dict, `{k: v for k, v in batch.items()}`, move any tensor? What must happen "
-             "to each `v`?")
+TO_NOT_ASSIGNED = misconceptions.code("03.to-not-assigned")
+CHANGED_DTYPE = misconceptions.code("03.changed-dtype")
+CREATED_NOT_MOVED = misconceptions.code("03.created-instead-of-moved")
+MOVED_INPUT_IN_PLACE = misconceptions.code("03.moved-input-in-place")
+TUPLE_TO_LIST = misconceptions.code("03.tuple-became-list")
+CONTAINER_TYPE = misconceptions.code("03.container-type-changed")
+CHANGED_KEYS = misconceptions.code("03.changed-keys")
+DROPPED_NON_TENSORS = misconceptions.code("03.dropped-non-tensors")
+NUMBER_TO_TENSOR = misconceptions.code("03.non-tensor-made-tensor")
+NO_FALLBACK_RETURN = misconceptions.code("03.no-fallback-return")
+CHANGED_NON_TENSOR = misconceptions.code("03.changed-non-tensor")
+TOP_LEVEL_ONLY = misconceptions.code("03.top-level-only")
+SKIPPED_CONTAINER = misconceptions.code("03.skipped-a-container-type")
+TENSORS_NOT_MOVED = misconceptions.code("03.tensors-not-moved")
 
 
 def to_device(obj, device):
@@ -211,7 +57,7 @@ class Tag:
         return f"Tag({self.name!r})"
 
 
-class _Watched(torch.Tensor):
+class WatchedTensor(torch.Tensor):
     """A tensor that records every call of ``Tensor.to`` on it (to tell "forgot to reassign" from
     "never called `.to`"). Used only for a second, diagnostic call of the learner's code."""
 
@@ -225,41 +71,25 @@ class _Watched(torch.Tensor):
 
 
 #: What changes while the learner works (the grader's tamper check allows it).
-CHANGING = (_Watched.calls,)
+CHANGING = (WatchedTensor.calls,)
 
 
-def _watch(obj: Any) -> Any:
-    """The same structure with every tensor replaced by a :class:`_Watched` view of it."""
-    if isinstance(obj, torch.Tensor):
-        return obj.as_subclass(_Watched)
-    if isinstance(obj, dict):
-        return {k: _watch(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_watch(v) for v in obj)
-    return obj
-
-
-def _to_was_called(fn: Callable, watched_args: tuple, watched: list[torch.Tensor]) -> bool:
+def to_was_called(fn: Callable, watched_args: tuple, watched: list[torch.Tensor]) -> bool:
     """Call ``fn(*watched_args)`` once more; True if ``.to`` was called on any tensor in ``watched``."""
-    _Watched.calls.clear()
+    WatchedTensor.calls.clear()
     try:
         call(fn, *watched_args)
     except Exception:  # a diagnostic run only: whatever happens, fall back to the general message
         pass
     ids = {id(t) for t in watched}
-    called = any(i in ids for i in _Watched.calls)
-    _Watched.calls.clear()
+    called = any(i in ids for i in WatchedTensor.calls)
+    WatchedTensor.calls.clear()
     return called
 
 
 def _tensors(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _tensors(v)]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _tensors(v)]
-    return []
+    """Every tensor in a structure of dicts, lists and tuples, in order."""
+    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor)]
 
 
 def _show(obj: Any, depth: int = 0) -> str:
@@ -449,17 +279,14 @@ def _random_structure(gen: torch.Generator, depth: int) -> Any:
     return random_tensor(shape, dtype, gen)
 
 
-def _target_devices() -> list[tuple[Any, torch.device]]:
-    """(device as the learner gets it, normalised device): meta as a string and as a torch.device,
-    the CPU (nothing to move), and the accelerator if there is one."""
-    targets: list[tuple[Any, torch.device]] = [("meta", torch.device("meta")),
-                                               (torch.device("meta"), torch.device("meta")),
-                                               (torch.device("cpu"), torch.device("cpu"))]
-    targets += [(d, d) for d in devices_to_test() if d.type not in ("cpu", "meta")]
-    return targets
+def target_devices() -> list[tuple[Any, torch.device]]:
+    """(device as the learner gets it, normalised device): the check's device (:func:`target_device`) as a
+    string without an index and as the torch.device the learner's `device` is, then the CPU (nothing to move)."""
+    target = target_device()
+    return [(target.type, torch.device(target.type)), (target, target), (torch.device("cpu"), torch.device("cpu"))]
 
 
-def _on(t: torch.Tensor, target: torch.device) -> bool:
+def on_target(t: torch.Tensor, target: torch.device) -> bool:
     return t.device.type == target.type and (target.index is None or t.device.index == target.index)
 
 
@@ -476,7 +303,7 @@ def _on(t: torch.Tensor, target: torch.device) -> bool:
 def _grade_to_device(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(3)
     cases = _to_device_cases(gen)
-    targets = _target_devices()
+    targets = target_devices()
     checked = 0
     for target, norm in targets:
         for case in cases:
@@ -552,14 +379,14 @@ def _paths_of_kind(obj: Any, kind: str, path: str, top: bool = False) -> list[st
 def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, tensors: list,
                      untouched: list[tuple[str, type]], shown: str) -> None:
     stuck = [(path, depth, parent, orig, got) for path, depth, parent, orig, got in tensors
-             if not _on(got, norm)]
+             if not on_target(got, norm)]
     if stuck:
-        moved = [entry for entry in tensors if _on(entry[4], norm)]
+        moved = [entry for entry in tensors if on_target(entry[4], norm)]
         path, depth, parent, orig, got = stuck[0]
         where = f"`{path}` is still on `{got.device}` (you returned {describe(got)})"
         if not moved:
-            watched_case = _watch(case)
-            if _to_was_called(fn, (watched_case, target), _tensors(watched_case)):
+            watched_case = tree_map_only(torch.Tensor, lambda t: t.as_subclass(WatchedTensor), case)
+            if to_was_called(fn, (watched_case, target), _tensors(watched_case)):
                 raise Wrong(f"{where}: your code calls `.to(...)` but throws the result away. "
                             "`t.to(device)` does not move `t`; it returns the moved tensor. Use (or "
                             "`return`) the result: `return obj.to(device)`.", TO_NOT_ASSIGNED)
@@ -575,198 +402,7 @@ def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, t
             raise Wrong(f"{where}: no tensor was moved to `{norm}`. Call `.to(device)` on every tensor "
                         "and put the result in what you return.", TENSORS_NOT_MOVED)
         raise Wrong(f"{where}, for batch = {shown} and device {target!r}.", misconceptions.WRONG_DEVICE)
-    if norm.type != "meta":
-        for path, _, _, orig, got in tensors:
-            if not same_values(got.cpu(), orig.cpu()):
-                raise Wrong(f"`{path}` has different values after the move. `.to(device)` keeps the "
-                            "values; do not create new tensors (such as `torch.zeros_like`).", CREATED_NOT_MOVED)
-
-
-# --- exercise 03.prepare ---------------------------------------------------------------------
-
-PARAMS_ONE_BY_ONE = misconceptions.define(
-    "03.params-one-by-one", "Moved the parameters one by one",
-    "Moves a model by hand, parameter by parameter (`p.data = p.data.to(device)`, new `nn.Parameter`s); that "
-    "misses buffers such as BatchNorm's running statistics, and `p.data = ...` cannot move a parameter to "
-    "every device (PyTorch refuses CPU to `meta`). `model.to(device)` moves every parameter and buffer.",
-    section=("03_to_device", "5. Moving a model"),
-    question="A model has a BatchNorm layer. What does `model.to(device)` move that a loop over "
-             "`model.parameters()` does not?")
-MODEL_NOT_MOVED = misconceptions.define(
-    "03.model-not-moved", "Moved the batch but not the model",
-    "Believes moving the data is enough, as if the model followed its inputs; a model computes on the device "
-    "of its parameters, so it must be moved too: `model.to(device)`.",
-    section=("03_to_device", "6. Moving data for a training step"),
-    question="The batch is on the GPU and the model on the CPU. Where would `model(batch)` run, and what happens?")
-BATCH_NOT_MOVED = misconceptions.define(
-    "03.batch-not-moved", "Moved the model but not the batch",
-    "Believes moving the model is enough, as if it pulled its inputs to its device; each batch must be moved "
-    "too (`batch = batch.to(device)`), or the first layer raises a device-mismatch error.",
-    section=("03_to_device", "6. Moving data for a training step"),
-    question="After `model.to(device)`, where is a batch that comes from the data loader, and what does "
-             "`model(batch)` do?")
-COPIED_MODEL = misconceptions.define(
-    "03.copied-model", "Returned a copy of the model",
-    "Believes a model must be copied to be moved (`copy.deepcopy(model).to(device)`), as a tensor's `.to` "
-    "returns a new tensor; `Module.to` moves the module in place and returns the same object, and a copy "
-    "leaves the caller's model, and any optimizer built on it, behind.",
-    section=("03_to_device", "5. Moving a model"),
-    question="What does `model.to(device) is model` give? Why is a moved copy of the model a problem for the "
-             "caller's optimizer?")
-NOT_BOTH_RETURNED = misconceptions.define(
-    "03.not-both-returned", "Did not return both model and batch",
-    "Returns only the model or only the batch, or nothing, as if moving were enough; only `Module.to` works "
-    "in place: the moved batch is a new tensor, and the caller gets it only if it is returned.",
-    section=("03_to_device", "6. Moving data for a training step"),
-    question="`prepare` runs `batch = batch.to(device)` and returns only the model. Where is the caller's "
-             "`batch` now?")
-PAIR_SWAPPED = misconceptions.define(
-    "03.pair-swapped", "Returned `(batch, model)`",
-    "Returns the pair in the wrong order; the caller unpacks `model, batch = prepare(...)`, so the model "
-    "must come first.",
-    section=("03_to_device", "6. Moving data for a training step"),
-    question="The caller writes `model, batch = prepare(model, batch, device)`. What do the two names hold "
-             "if `prepare` returns `(batch, model)`?")
-
-
-def prepare(model, batch, device):
-    """Put ``model`` and the tensor ``batch`` on ``device``; return ``(model, batch)``."""
-    model = model.to(device)   # in place; returns the same module
-    batch = batch.to(device)   # the batch on device (a new tensor unless it was there): keep it!
-    return model, batch
-
-
-class _TinyText(nn.Module):
-    """Token ids in, one score per sequence out (an int64 batch)."""
-
-    def __init__(self, vocab: int = 20, dim: int = 6):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.head = nn.Linear(dim, 1)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.embed(ids).mean(dim=1))
-
-
-def _prepare_cases(gen: torch.Generator) -> list[tuple[str, Callable[[], nn.Module], torch.Tensor]]:
-    def mlp() -> nn.Module:
-        return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
-    cases = []
-    for n in (int(torch.randint(2, 9, (1,), generator=gen)), 1):
-        cases.append(("a Linear/BatchNorm model", mlp, torch.randn(n, 4, generator=gen)))
-        cases.append(("a token model", _TinyText, torch.randint(0, 20, (n, 5), generator=gen)))
-    return cases
-
-
-def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
-    with torch.random.fork_rng(devices=[]):  # model init must not touch the learner's global RNG
-        torch.manual_seed(0)
-        return make()
-
-
-@grader("03.prepare", points=2, reference=prepare, title="Model and batch, same device", hints=(
-    "Two things must end up on `device`: the model and the batch. Only one of them moves in place.",
-    "`Module.to` moves the module itself and returns it. `Tensor.to` returns a tensor on `device` (a new "
-    "one whenever the device or dtype changes) and leaves the old one where it was, so you must keep its "
-    "result.",
-    "`model = model.to(device)`, `batch = batch.to(device)`, then `return model, batch`.",
-))
-def _grade_prepare(fn: Callable) -> str:
-    gen = torch.Generator().manual_seed(4)
-    cases = _prepare_cases(gen)
-    targets = _target_devices()
-    for target, norm in targets:
-        for what, make, batch in cases:
-            model = _new_model(make)
-            before = batch.clone()
-            context = f"{what} on cpu, batch = {describe(batch)}, device = {target!r}"
-            try:
-                got = call(fn, model, batch, target, context=context)
-            except Crashed as e:
-                if "set_data" in str(e.error):
-                    raise Wrong(f"With {context} your code raised {type(e.error).__name__}: "
-                                f"{safe_repr(str(e.error), 160)}\nAssigning `p.data = ...` one parameter "
-                                "at a time cannot move a parameter to every device, and it would miss "
-                                "the buffers anyway. Use `model.to(device)`.", PARAMS_ONE_BY_ONE) from None
-                raise
-            m, b = _unpack_prepare(got, model, batch)
-            if not same_values(batch, before) or batch.device.type != "cpu":
-                raise Wrong("Your function changed the batch it was given. Leave the input alone and "
-                            "return the moved copy.", MOVED_INPUT_IN_PLACE)
-            _check_model(m, model, norm, context)
-            _check_batch(fn, b, model, batch, make, target, norm, context)
-    return (f"Right for {len(cases)} model/batch pairs (float and int64 batches, a model with buffers) "
-            f"moved to {', '.join(sorted({str(n) for _, n in targets}))}, with the device given as a "
-            "string and as a torch.device.")
-
-
-def _unpack_prepare(got: Any, model: nn.Module, batch: torch.Tensor) -> tuple[Any, Any]:
-    if got is None:
-        raise Wrong("Your function returned None. Return both: `return model, batch`.", NOT_BOTH_RETURNED)
-    if issubclass(type(got), nn.Module):
-        raise Wrong("You returned only the model. The batch you moved is lost: return both, "
-                    "`return model, batch`.", NOT_BOTH_RETURNED)
-    if is_tensor(got):
-        raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.",
-                    NOT_BOTH_RETURNED)
-    if type(got) not in (tuple, list):
-        raise Wrong(f"You returned {safe_repr(got)} ({type(got).__name__}); return a pair, "
-                    "`return model, batch`.", misconceptions.WRONG_TYPE)
-    if len(got) != 2:
-        raise Wrong(f"You returned {len(got)} item(s); return exactly two: `return model, batch`.",
-                    misconceptions.WRONG_TYPE)
-    m, b = got
-    if is_tensor(m) and issubclass(type(b), nn.Module):
-        raise Wrong("You returned `(batch, model)`: the order is `(model, batch)`.", PAIR_SWAPPED)
-    if not issubclass(type(m), nn.Module):
-        raise Wrong(f"The first item should be the model, but it is {safe_repr(m)} ({type(m).__name__}).",
-                    misconceptions.WRONG_TYPE)
-    if not is_tensor(b):
-        raise Wrong(f"The second item should be the batch tensor, but it is {safe_repr(b)} "
-                    f"({type(b).__name__}).", misconceptions.NOT_A_TENSOR)
-    return m, expect_tensor(b, "The second item (the batch)")
-
-
-def _check_model(m: nn.Module, model: nn.Module, norm: torch.device, context: str) -> None:
-    if m is not model:
-        raise Wrong("You returned a different model object (a copy?). `model.to(device)` moves the "
-                    "model in place and returns that same object: return it. A copy leaves the caller's "
-                    "model, and any optimizer built on it, behind.", COPIED_MODEL)
-    params = [(n, p) for n, p in model.named_parameters() if not _on(expect_tensor(p, f"Parameter `{n}`"), norm)]
-    buffers = [(n, b) for n, b in model.named_buffers() if not _on(expect_tensor(b, f"Buffer `{n}`"), norm)]
-    if params and len(params) == len(list(model.parameters())):
-        name, p = params[0]
-        raise Wrong(f"With {context}: your model is still on `{p.device}` (parameter `{name}`). You moved "
-                    "the batch but not the model: call `model.to(device)` (it moves the model in place).",
-                    MODEL_NOT_MOVED)
-    if params:
-        name, p = params[0]
-        raise Wrong(f"With {context}: parameter `{name}` is still on `{p.device}`. "
-                    "`model.to(device)` moves every parameter and buffer at once.", PARAMS_ONE_BY_ONE)
-    if buffers:
-        name, b = buffers[0]
-        raise Wrong(f"With {context}: the parameters moved but the buffer `{name}` is still on `{b.device}`. "
-                    "Moving parameters one by one misses buffers such as BatchNorm's running statistics; "
-                    "`model.to(device)` moves both.", PARAMS_ONE_BY_ONE)
-
-
-def _check_batch(fn: Callable, b: torch.Tensor, model: nn.Module, batch: torch.Tensor,
-                 make: Callable[[], nn.Module], target: Any, norm: torch.device, context: str) -> None:
-    if not _on(b, norm):
-        where = f"With {context}: the batch you returned is still on `{b.device}`"
-        if b is batch:
-            watched = batch.as_subclass(_Watched)
-            if _to_was_called(fn, (_new_model(make), watched, target), [watched]):
-                raise Wrong(f"{where}. You called `batch.to(device)` but threw the result away: here "
-                            "`.to` returned a new tensor and left `batch` where it was. Write "
-                            "`batch = batch.to(device)`.", TO_NOT_ASSIGNED)
-            raise Wrong(f"{where}. You moved the model but not the batch: the model would then meet a "
-                        "batch on another device. Add `batch = batch.to(device)`.", BATCH_NOT_MOVED)
-        raise Wrong(f"{where}; move it with `batch.to(device)`.", misconceptions.WRONG_DEVICE)
-    if b.dtype != batch.dtype:
-        raise Wrong(f"With {context}: you returned {describe(b)}. Move the batch without changing its dtype "
-                    "(token ids must stay integers): `batch.to(device)`.", CHANGED_DTYPE)
-    if b.shape != batch.shape:
-        raise Wrong(f"With {context}: you returned {describe(b)}; keep the batch's shape.", misconceptions.WRONG_SHAPE)
-    if norm.type != "meta" and not same_values(b.cpu(), batch):
-        raise Wrong(f"With {context}: the batch's values changed. `.to(device)` keeps the values.", CREATED_NOT_MOVED)
+    for path, _, _, orig, got in tensors:
+        if not same_values(got, orig):
+            raise Wrong(f"`{path}` has different values after the move. `.to(device)` keeps the "
+                        "values; do not create new tensors (such as `torch.zeros_like`).", CREATED_NOT_MOVED)

@@ -14,82 +14,10 @@ import torch
 from .. import device as _device
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Crashed, Machine, Patched, Wrong,
-                       a_tensor, call, describe, expect_like, expect_tensor, random_tensor, safe_repr, same_values,
-                       sample_tensors)
-from ..quizzes import add_quiz
+from ..grading import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, CallsNoted, Crashed, Machine, Wrong,
+                       a_tensor, call, describe, devices_to_test, expect_like, expect_tensor, random_tensor, safe_repr,
+                       same_values, sample_tensors)
 from .l02_cpu_vs_gpu import NOT_CHECKED
-
-# --- quizzes ---------------------------------------------------------------------------------
-
-add_quiz(
-    "04.no_gpu_cuda",
-    "On a runtime with no GPU, what does `torch.ones(1).cuda()` do?",
-    ["Raises an error", "Returns the tensor on the CPU, unchanged",
-     "Prints a warning, then returns the tensor on the CPU",
-     "Moves it to whatever accelerator there is instead (`mps` on a Mac)"],
-    0,
-    "`.cuda()` is an order, not a wish: PyTorch never falls back to the CPU for you. On a PyTorch "
-    "build without CUDA the error is `AssertionError: Torch not compiled with CUDA enabled`; on a CUDA "
-    "build without a usable GPU it is a `RuntimeError` such as `Found no NVIDIA driver on your system` "
-    "or `No CUDA GPUs are available`.",
-)
-add_quiz(
-    "04.cuda_current",
-    "`x` is on GPU 0, the lesson's `device`. What does `y = x.to(torch.device(device.type, 1))` do?",
-    ["Moves `x` itself to GPU 1", "Returns `x` itself: it is already on a GPU of that type",
-     "Returns a copy on GPU 1; `x` stays on GPU 0",
-     "Raises: tensors move between the CPU and a GPU, never from GPU to GPU"],
-    2,
-    "`torch.device(device.type, 1)` is GPU 1 of your device's type (`cuda:1` on a CUDA machine). `.to` compares "
-    "the whole device, index included: GPU 0 is not GPU 1, so it copies the data from GPU to GPU and returns "
-    "the copy. As always with `.to`, `x` stays where it was.",
-)
-add_quiz(
-    "04.cuda_device_context",
-    "On a machine with two GPUs you run `with torch.device(device.type, 1): x = torch.randn(2)`, then "
-    "`y = torch.randn(2)` after the block. Where do `x` and `y` live?",
-    ["Both on GPU 1", "`x` on GPU 0, `y` on the CPU", "`x` on GPU 1, `y` on the CPU",
-     "Both on the CPU: `torch.device` only names a device"],
-    2,
-    "Inside `with torch.device(...)` the default device is GPU 1, so factory functions such as `torch.randn` "
-    "allocate there; when the block ends, the previous default device, the CPU, is back. CUDA's own "
-    "`with torch.cuda.device(1):` is different: it changes the current CUDA device, which `.cuda()` follows, "
-    "not where `torch.randn` allocates.",
-)
-add_quiz(
-    "04.visible_devices",
-    "`w` is on GPU 1 (`torch.device(device.type, 1)`) and `x` on GPU 0 (`device`). What does `w + x` do?",
-    ["Returns the sum on GPU 0, the lesson's device", "Returns the sum on GPU 1, where `w` is",
-     "Copies both to the CPU and adds there", "Raises a `RuntimeError` that names both GPUs"],
-    3,
-    "An operation runs on one device, and PyTorch does not copy a tensor from one GPU to another for you: "
-    "`w + x` raises `RuntimeError: Expected all tensors to be on the same device, but found at least two "
-    "devices, cuda:1 and cuda:0!` (the simulated GPU says `simgpu:1 and simgpu:0`). Move one first, "
-    "`w.to(x.device) + x`, or better, make both on the device where they meet.",
-)
-add_quiz(
-    "04.cuda_check_on_mac",
-    "`device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')` runs on a Mac whose "
-    "accelerator is Apple's MPS. What is `device`?",
-    ["`cpu`", "`mps`", "`cuda`, which PyTorch maps to MPS on a Mac", "It raises an error"],
-    0,
-    "`torch.cuda.is_available()` asks about CUDA and nothing else. On a Mac it is False, so this code "
-    "quietly runs everything on the CPU. `torch.accelerator.current_accelerator()` names whichever "
-    "accelerator this PyTorch has: `cuda`, `mps`, `xpu`, ...",
-)
-add_quiz(
-    "04.seed_per_device",
-    "After `torch.manual_seed(0)`, you draw `torch.randn(3)` on the CPU; after `torch.manual_seed(0)` again, "
-    "`torch.randn(3, device='cuda')`. Are the numbers the same?",
-    ["Yes: the seed fixes the numbers everywhere", "Only if you also call `torch.cuda.manual_seed(0)`",
-     "It raises: `manual_seed` only seeds the CPU", "No: each device type has its own generator and algorithm"],
-    3,
-    "`torch.manual_seed` seeds every device's generator, so each device repeats its own numbers run after "
-    "run. But the CPU generator (a Mersenne Twister) and CUDA's (Philox) are different algorithms: the same "
-    "seed gives different numbers. Draw on the CPU and move the result if every machine must see the same data.",
-)
-
 
 # --- shared helpers for the checks -------------------------------------------------------------
 
@@ -134,46 +62,13 @@ def _index_zero_note(fn: Callable) -> str:
 
 # --- exercise 04.to_accelerator ----------------------------------------------------------------
 
-HARD_CODED_CUDA = misconceptions.define(
-    "04.hard-coded-cuda", "Hard-coded `.cuda()` or `'cuda'`",
-    "Believes `.cuda()`, `.to('cuda')` or `'cuda:0'` is how to reach any accelerator; they name CUDA only, so the "
-    "code fails (or skips the GPU) on MPS, XPU or without a GPU. `torch.accelerator.current_accelerator()` names "
-    "whichever accelerator there is, and a function that receives tensors uses their `.device`.",
-    section=("04_cuda", "5. Code that runs anywhere"),
-    question="On a Mac, what does `t.cuda()` do, and what would you write instead so the code runs there too?")
-ONLY_CUDA_COUNTED = misconceptions.define(
-    "04.only-cuda-counted", "Only CUDA counted as an accelerator",
-    "Believes `torch.cuda.is_available()`, or a `.cuda()` that does not fail, says whether there is an "
-    "accelerator; both ask about CUDA only, so on MPS or XPU the code quietly runs on the CPU. "
-    "`torch.accelerator.is_available()` covers every accelerator.",
-    section=("04_cuda", "5. Code that runs anywhere"),
-    question="What does `torch.device('cuda' if torch.cuda.is_available() else 'cpu')` give on a Mac with MPS?")
-CHOSEN_ONCE = misconceptions.define(
-    "04.device-chosen-once", "Device chosen once, outside the function",
-    "Reads `torch.accelerator` (or calls a device picker) once, outside the function, and keeps the answer in "
-    "a global (`DEVICE = ...` at the top of the cell); the function then moves every tensor to that fixed "
-    "device, decided when the cell ran. It never sees the machine it is called on: the current device "
-    "changed by `torch.accelerator.set_device_index` or `torch.cuda.set_device`, or, in the check, a simulated "
-    "accelerator. Asking inside the function, each time it runs, follows the machine.",
-    section=("04_cuda", "5. Code that runs anywhere"),
-    question="`DEVICE` is set at the top of a notebook, then `torch.cuda.set_device(1)` runs. Where does "
-             "`t.to(DEVICE)` put `t`, and where does `t.to(torch.accelerator.current_accelerator())`?")
-FIXED_INDEX = misconceptions.define(
-    "04.fixed-device-index", "`cuda:0` for the current device",
-    "Believes `cuda:0` (or `.cuda(0)`) is the GPU that `.cuda()` means; `.cuda()` and an index-less `cuda` mean "
-    "the current device, which `torch.cuda.set_device(i)` and `with torch.cuda.device(i):` change.",
-    section=("04_cuda", "2. Which GPU?"),
-    question="After `torch.cuda.set_device(1)`, where do `t.cuda()` and `t.to('cuda:0')` put `t`?")
+HARD_CODED_CUDA = misconceptions.code("04.hard-coded-cuda")
+ONLY_CUDA_COUNTED = misconceptions.code("04.only-cuda-counted")
+CHOSEN_ONCE = misconceptions.code("04.device-chosen-once")
+FIXED_INDEX = misconceptions.code("04.fixed-device-index")
 # `current_accelerator()` without `is_available()`: lesson 02's misconception, met again here (section 5).
 NO_AVAILABILITY_CHECK = NOT_CHECKED
-COPY_WITHOUT_ACCELERATOR = misconceptions.define(
-    "04.copy-without-accelerator", "A copy instead of `t` itself when nothing moves",
-    "Believes returning a copy (`t.clone()`, `t.to('cpu', copy=True)`) is as good as `t` when there is no "
-    "accelerator; the spec asks for `t` itself, as `.cuda()` and `.to` return `t` itself when it is already "
-    "where they would move it, so nothing is copied.",
-    section=("04_cuda", "1. `.cuda()`: a shortcut that only knows CUDA"),
-    question="What does `t.cuda()` return when `t` is already on the current GPU, and why should "
-             "`to_accelerator(t)` return `t` itself on a machine without an accelerator?")
+COPY_WITHOUT_ACCELERATOR = misconceptions.code("04.copy-without-accelerator")
 
 
 def to_accelerator(t):
@@ -208,27 +103,27 @@ def _grade_to_accelerator(fn: Callable) -> str:
 
 
 def _check_other_accelerator(fn: Callable, cases: list[torch.Tensor]) -> None:
-    """1. An accelerator that is not CUDA (simulated by `meta`): a `.cuda()` answer cannot pass."""
-    with OTHER_ACCELERATOR.simulate(fn) as fake, _DeviceQueries(answer=fn) as asked:
+    """1. An accelerator that is not CUDA (simulated): a `.cuda()` answer cannot pass."""
+    with OTHER_ACCELERATOR.simulate(fn) as fake, CallsNoted(_DEVICE_QUERIES, answer=fn) as asked:
         for t in cases:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
             asked.clear()
-            got = _call_on_other_accelerator(fn, t, fake)
+            got = _call_on_other_accelerator(fn, t)
             got = expect_tensor(got, f"For {a_tensor(t)}, your result")
             _check_moved_to_other_accelerator(fn, got, fake, asked)
-            _same_meta(t, got)
+            _kept_shape_and_dtype(t, got)
 
 
-def _call_on_other_accelerator(fn: Callable, t: torch.Tensor, fake: torch.device) -> object:
-    """``fn(t)`` on the simulated non-CUDA accelerator ``fake``; an answer that asks for CUDA there is told so."""
+def _call_on_other_accelerator(fn: Callable, t: torch.Tensor) -> object:
+    """``fn(t)`` on the simulated non-CUDA accelerator; an answer that asks for CUDA there is told so."""
     try:
-        return call(fn, t, context=f"{a_tensor(t)} (simulated accelerator: {fake})")
+        return call(fn, t, context=f"{a_tensor(t)} ({OTHER_ACCELERATOR.name}, simulated)")
     except Crashed as e:
         if _asks_for_cuda(e.error):
             raise Wrong(
                 "The check simulates a machine whose accelerator is not CUDA (as on a Mac with "
-                f"MPS): `torch.accelerator` reports the `{fake}` device there. Your function still "
+                "MPS): `torch.accelerator` reports it, `torch.cuda.is_available()` is False. Your function still "
                 f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
                 "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
                 "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn),
@@ -237,29 +132,28 @@ def _call_on_other_accelerator(fn: Callable, t: torch.Tensor, fake: torch.device
 
 
 def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: torch.device,
-                                      asked: _DeviceQueries) -> None:
+                                      asked: list[str]) -> None:
     """The result lies on the simulated accelerator ``fake``: not on a device chosen once outside the function, not
     on the CPU, not on CUDA."""
     outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
     if outside is not None and not _names_cuda(fn):
         raise Wrong(
-            f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
-            f"`{fake}`), but your function moved the tensor to `{got.device}`, and it asked nothing about "
-            f"devices while it ran: it reads `{outside[0]}` (`{outside[1]}`), a device chosen once, outside "
-            "the function, when its cell ran. Such a function cannot follow the machine it runs on, or a "
-            "change of current device. Ask inside the function, each time it runs: "
-            "`torch.accelerator.is_available()`, then `current_accelerator()`.", CHOSEN_ONCE)
+            "An accelerator was available (the check simulates one that is not CUDA), but your function moved the "
+            f"tensor to `{got.device}`, and it asked nothing about devices while it ran: it reads `{outside[0]}` "
+            f"(`{outside[1]}`), a device chosen once, outside the function, when its cell ran. Such a function "
+            "cannot follow the machine it runs on, or a change of current device. Ask inside the function, each "
+            "time it runs: `torch.accelerator.is_available()`, then `current_accelerator()`.", CHOSEN_ONCE)
     if got.device.type == "cpu":
         raise Wrong(
-            f"An accelerator was available (the check simulates one: `torch.accelerator` reports "
-            f"`{fake}`, while `torch.cuda.is_available()` is False, as on a Mac with MPS), but your "
-            "function returned the tensor on `cpu`. Testing `torch.cuda.is_available()`, or trying "
-            "`.cuda()` and falling back, misses every accelerator that is not CUDA: ask "
-            "`torch.accelerator.is_available()` and `current_accelerator()` inside the function.",
+            "An accelerator was available (the check simulates one: `torch.accelerator` reports it, while "
+            "`torch.cuda.is_available()` is False, as on a Mac with MPS), but your function returned the tensor "
+            "on `cpu`. Testing `torch.cuda.is_available()`, or trying `.cuda()` and falling back, misses every "
+            "accelerator that is not CUDA: ask `torch.accelerator.is_available()` and `current_accelerator()` "
+            "inside the function.",
             ONLY_CUDA_COUNTED)
     if got.device.type != fake.type:
         raise Wrong(
-            f"The available accelerator was `{fake}` (simulated), but your function moved the tensor "
+            "The available accelerator was not CUDA (simulated, as on a Mac), but your function moved the tensor "
             f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
             "move to `torch.accelerator.current_accelerator()`."
             + _index_zero_note(fn), HARD_CODED_CUDA)
@@ -284,7 +178,7 @@ def _check_real_accelerator(fn: Callable, cases: list[torch.Tensor]) -> str:
                 except Exception:  # a dtype this accelerator does not support (float64 on MPS)
                     continue
                 _check_on_current_device(fn, t, want)
-    return f", on the real `{acc.type}` ({len(indices)} current device(s))"
+    return f", on this machine's `{acc.type}` ({len(indices)} current device(s))"
 
 
 def _check_on_current_device(fn: Callable, t: torch.Tensor, want: torch.Tensor) -> None:
@@ -299,44 +193,19 @@ def _check_on_current_device(fn: Callable, t: torch.Tensor, want: torch.Tensor) 
                 "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
         raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
                     f"tensor on `{got.device}`.", misconceptions.WRONG_DEVICE)
-    _same_meta(t, got)
-    if got.device.type != "meta" and not same_values(got.cpu(), t):
+    _kept_shape_and_dtype(t, got)
+    if not same_values(got, t):
         raise Wrong(f"For {a_tensor(t)} your result holds different values: moving must "
                     "not change them.", misconceptions.WRONG_VALUE)
 
 
-#: The questions code asks to choose a device: torch.accelerator's, and each backend's own.
-_DEVICE_QUERIES = ((torch.accelerator, "is_available"), (torch.accelerator, "current_accelerator"),
-                   (torch.accelerator, "current_device_index"), (torch.accelerator, "device_count"),
-                   (torch.cuda, "is_available"), (torch.cuda, "device_count"), (torch.cuda, "current_device"),
-                   (torch.backends.mps, "is_available"), (getattr(torch, "xpu", None), "is_available"))
-
-
-class _DeviceQueries(Patched):
-    """Inside a simulation: notes each device question (:data:`_DEVICE_QUERIES`) the answer asks, through any
-    helper, while it runs; the answers are whatever the simulation says. An answer that asks none chose its
-    device before it was called."""
-
-    def __init__(self, answer: object = None):
-        self.answer = answer
-        self.asked: list[str] = []
-
-    def replacements(self) -> dict:
-        fakes = {}
-        for module, name in _DEVICE_QUERIES:
-            original = getattr(module, name, None) if module is not None else None
-            if callable(original):
-                fakes[module, name] = self._noting(f"{module.__name__}.{name}", original)
-        return fakes
-
-    def _noting(self, label: str, original: Callable) -> Callable:
-        def noted(*args, **kwargs):
-            self.asked.append(label)
-            return original(*args, **kwargs)
-        return noted
-
-    def entered(self) -> list[str]:
-        return self.asked
+#: The questions code asks to choose a device, noted (:class:`CallsNoted`) while an answer runs: one that asks none
+#: chose its device before it was called. torch.accelerator's, and each backend's own.
+_DEVICE_QUERIES = tuple((module, name, f"{getattr(module, '__name__', '')}.{name}") for module, name in (
+    (torch.accelerator, "is_available"), (torch.accelerator, "current_accelerator"),
+    (torch.accelerator, "current_device_index"), (torch.accelerator, "device_count"), (torch.cuda, "is_available"),
+    (torch.cuda, "device_count"), (torch.cuda, "current_device"), (torch.backends.mps, "is_available"),
+    (getattr(torch, "xpu", None), "is_available")))
 
 
 def _device_from_outside(fn: Callable) -> tuple[str, str] | None:
@@ -406,54 +275,19 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
                 "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.", COPY_WITHOUT_ACCELERATOR)
 
 
-def _same_meta(t: torch.Tensor, got: torch.Tensor) -> None:
+def _kept_shape_and_dtype(t: torch.Tensor, got: torch.Tensor) -> None:
     expect_like(got, t, f"For {a_tensor(t)}", shape="Moving must not change it.",
                 dtype="Moving must not change the dtype: pass only the device to `.to`.")
 
 
 # --- exercise 04.mask_future -------------------------------------------------------------------
 
-MASK_ELSEWHERE = misconceptions.define(
-    "04.new-tensor-not-on-input-device", "New tensor not made on the input's device",
-    "Believes a new tensor such as `torch.ones(n, n)` ends up where the tensors it meets are, or that 'the "
-    "accelerator' is the right place for it; factory functions allocate on the default device (the CPU unless "
-    "changed), so a function that receives tensors makes new ones with `device=scores.device`.",
-    section=("04_cuda", "6. Functions that receive tensors follow them"),
-    question="After deleting both `.cuda()` calls from `mask_future`, where is the mask made, and why does "
-             "`masked_fill` then fail for GPU scores?")
-MOVED_INPUT = misconceptions.define(
-    "04.moved-input", "Moved the input instead of following it",
-    "Believes a function should move the tensors it receives to the accelerator (or the CPU); that costs a copy "
-    "and leaves the caller's other tensors behind. Inside a function, work on the inputs' device: `scores.device`.",
-    section=("04_cuda", "6. Functions that receive tensors follow them"),
-    question="Why should `mask_future` not call `scores.to(device)`, even when `device` is the GPU?")
-MASK_SECTION = ("04_cuda", "6. Functions that receive tensors follow them › Exercise 04.mask_future")
-MASKED_IN_PLACE = misconceptions.define(
-    "04.masked-in-place", "Masked `scores` in place (`masked_fill_`)",
-    "Believes `masked_fill_` and `masked_fill` do the same; the underscore version changes `scores` itself (and "
-    "returns it), which the caller may still need. The exercise asks for a new tensor: `masked_fill`.",
-    section=MASK_SECTION,
-    question="What is the difference between `scores.masked_fill(m, v)` and `scores.masked_fill_(m, v)`, and what "
-             "does the caller's `scores` hold after each?")
-MASKED_DIAGONAL = misconceptions.define(
-    "04.masked-diagonal", "Masked the diagonal too",
-    "Believes the future starts at the diagonal (`triu()` or `diagonal=0`); position i may look at itself, so "
-    "only column > row is masked: `triu(1)`.",
-    section=MASK_SECTION,
-    question="For n = 3, which entries does `torch.ones(3, 3).triu(1)` keep, and which does `triu()` keep?")
-MASKED_PAST = misconceptions.define(
-    "04.masked-past", "Masked the past (`tril`) instead of the future",
-    "Mixes up `triu` and `tril`: the future (column > row) is the upper triangle, `triu(1)`; `tril(-1)` masks "
-    "the past.",
-    section=MASK_SECTION,
-    question="In a score matrix with rows as positions and columns as the positions they look at, where is the "
-             "future: above or below the diagonal?")
-MASK_NOT_INF = misconceptions.define(
-    "04.mask-not-inf", "Masked with a finite value instead of `-inf`",
-    "Believes any very negative number (or 0) marks an entry as masked; the exercise asks for exactly `-inf` "
-    "(`float('-inf')`), the value attention code uses so that a softmax gives the entry weight 0. 0 masks nothing.",
-    section=MASK_SECTION,
-    question="Which value must a masked entry hold, and how do you write it in Python?")
+MASK_ELSEWHERE = misconceptions.code("04.new-tensor-not-on-input-device")
+MOVED_INPUT = misconceptions.code("04.moved-input")
+MASKED_IN_PLACE = misconceptions.code("04.masked-in-place")
+MASKED_DIAGONAL = misconceptions.code("04.masked-diagonal")
+MASKED_PAST = misconceptions.code("04.masked-past")
+MASK_NOT_INF = misconceptions.code("04.mask-not-inf")
 
 
 def mask_future(scores):
@@ -488,25 +322,15 @@ def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
     "`return scores.masked_fill(future, float('-inf'))`.",
 ))
 def _grade_mask_future(fn: Callable) -> str:
-    local = _score_cases([torch.device("cpu"), torch.device("meta")])
-    acc = _device.accelerator()
-    real = _score_cases([_device.best_device()]) if acc is not None and _device.best_device().type == acc.type else []
-    # CPU and meta scores under a simulated accelerator: an answer that moves the scores to "the
-    # accelerator" instead of following them is caught even on a CPU-only machine.
-    with OTHER_ACCELERATOR.simulate(fn):
-        for t in local:
+    devices = devices_to_test()
+    cases = _score_cases(devices)
+    # Without an accelerator, a simulated one: an answer that moves the scores to "the accelerator" instead of
+    # following them is caught on any machine.
+    with OTHER_ACCELERATOR.simulate(fn) if _device.accelerator() is None else contextlib.nullcontext():
+        for t in cases:
             _check_mask_case(fn, t)
-    checked = 0
-    for t in real:
-        try:
-            mask_future(t)
-        except Exception:  # a dtype this accelerator does not support
-            continue
-        _check_mask_case(fn, t)
-        checked += 1
-    where = "cpu and meta" + (f" and {acc.type}" if checked else "")
-    return (f"Right on {len(local) + checked} score tensors ({where}), batched or not, in four float dtypes: "
-            "your mask follows the scores.")
+    return (f"Right on {len(cases)} score tensors ({' and '.join(map(str, devices))}), batched or not, in four "
+            "float dtypes: your mask follows the scores.")
 
 
 def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:

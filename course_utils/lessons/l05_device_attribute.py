@@ -1,4 +1,5 @@
-"""Lesson 05 - `.device`: reading it on tensors, parameters and buffers, comparing devices, a model's device."""
+"""Lesson 05 - `.device`: reading it on tensors, parameters and buffers, comparing devices, a model's device:
+05.is_on and 05.model_device; 05.training_bytes is in :mod:`course_utils.lessons.l05_training_bytes`."""
 from __future__ import annotations
 
 from types import MappingProxyType
@@ -9,55 +10,8 @@ from torch import nn
 
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import (Crashed, Wrong, call, devices_to_test, expect_int, is_tensor, safe_repr,
-                       sample_tensors, text_of)
-from ..quizzes import add_quiz
-from .l01_tensors import ASSUMED_4_BYTES, COUNTED_ELEMENTS
-from .l02_cpu_vs_gpu import DEVICE_STRING
-
-# --- quizzes ---------------------------------------------------------------------------------
-
-add_quiz(
-    "05.cuda_vs_cuda0",
-    "What does `torch.device('cuda') == torch.device('cuda:0')` give?",
-    ["True: both mean the first GPU", "False", "It raises an error on a machine without a GPU",
-     "True on a machine with one GPU, False with several"],
-    1,
-    "`torch.device('cuda')` has no index (`.index` is None): it means \"the current CUDA device\", "
-    "whichever that is when something is allocated. `torch.device('cuda:0')` has index 0. Two devices are "
-    "equal only when type and index both match, so the answer is False on every machine. Building a "
-    "`torch.device` never touches the hardware, so it works without a GPU.",
-)
-add_quiz(
-    "05.gpu_tensor_device",
-    "On a CUDA GPU you make `g = torch.ones(2, device=\"cuda\")`, with no index. Which of these checks is True?",
-    ["Only `g.device.type == \"cuda\"`", "Only `g.device == torch.device(\"cuda\")`",
-     "Both: `g` was made with `device=\"cuda\"`", "Neither: only `str(g.device) == \"cuda\"` is True"],
-    0,
-    "A tensor lives on one definite GPU, so its `.device` has the index filled in: `cuda:0` (the current device), "
-    "whatever you asked for. `torch.device(\"cuda\")` has no index, and two devices are equal only when type and "
-    "index both match, so `g.device == torch.device(\"cuda\")` is False on every GPU. `.type` is `\"cuda\"` "
-    "either way, and `str(g.device)` is `\"cuda:0\"`, not `\"cuda\"`.",
-)
-add_quiz(
-    "05.module_device",
-    "`model = nn.Linear(4, 2)`. What does `model.device` give?",
-    ["`device(type='cpu')`", "`None`, because a model can span several devices",
-     "The device of its first parameter", "An AttributeError"],
-    3,
-    "`nn.Module` has no `.device` attribute: a module is a container, and its parameters and buffers could "
-    "each live somewhere else. Tensors have `.device`; to find a model's device you look at its tensors.",
-)
-add_quiz(
-    "05.first_parameter",
-    "`nn.ReLU()` has no parameters. What does `next(nn.ReLU().parameters()).device` do?",
-    ["Gives `device(type='cpu')`", "Gives `None`", "Raises StopIteration", "Raises AttributeError"],
-    2,
-    "`module.parameters()` is a generator; `next` on an empty generator raises StopIteration. The popular "
-    "one-liner `next(model.parameters()).device` fails on parameter-less modules, and on other modules it "
-    "reports one tensor, not the whole model.",
-)
-
+from ..grading import Crashed, Wrong, a_tensor, call, is_tensor, safe_repr, sample_tensors, target_device, text_of
+from .l02_cpu_vs_gpu import DEVICE_STRING    # lesson 02's: a device name (a string) returned for a `torch.device`
 
 # --- exercise 05.is_on -----------------------------------------------------------------------
 
@@ -70,81 +24,39 @@ def is_on(x, wanted):
     return wanted.index is None or actual.index == wanted.index
 
 
+def _gpu_type() -> str:
+    """The learner's accelerator's device type (CUDA's where none is registered): the devices a GPU tensor reports."""
+    target = target_device()
+    return target.type if target.type != "meta" else "cuda"
+
+
 def _is_on_cases() -> list[tuple[Any, Any, str]]:
-    """(x, wanted, how to describe x) — tensors first, then the devices a GPU tensor would report."""
-    cpu, meta = torch.ones(3), torch.ones(2, 2, device="meta")
+    """(x, wanted, how to describe x): tensors on the CPU and on the check's device first, then the devices a GPU
+    tensor reports (:func:`_gpu_type`)."""
+    target, gpu = target_device(), _gpu_type()
+    cpu, there = torch.ones(3), torch.ones(2, 2, device=target)
+    on_there = f"a tensor on {there.device}"
     cases: list[tuple[Any, Any, str]] = [
-        (cpu, "cpu", "a tensor on cpu"),
-        (meta, "meta", "a tensor on meta"),
-        (cpu, torch.device("cpu"), "a tensor on cpu"),
-        (meta, "cpu", "a tensor on meta"),
-        (cpu, "meta", "a tensor on cpu"),
-        (cpu, "cuda", "a tensor on cpu"),
+        (cpu, "cpu", "a tensor on cpu"), (there, target.type, on_there), (cpu, torch.device("cpu"), "a tensor on cpu"),
+        (there, str(there.device), on_there), (there, "cpu", on_there), (cpu, target.type, "a tensor on cpu"),
+        (cpu, gpu, "a tensor on cpu"),
     ]
     # every sampled tensor is on the type it reports, and not on any other type
     for t in sample_tensors(seed=5, count=6):
-        cases.append((t, t.device.type, f"a {_kind(t)} on {t.device}"))
-        other = "meta" if t.device.type != "meta" else "cpu"
-        cases.append((t, torch.device(other), f"a {_kind(t)} on {t.device}"))
-    gpu = [
-        (torch.device("cuda", 0), "cuda"),
-        (torch.device("cuda", 0), torch.device("cuda")),
-        (torch.device("cuda", 0), "cuda:0"),
-        (torch.device("cuda", 1), "cuda:1"),
-        (torch.device("cuda", 1), "cuda:0"),
-        (torch.device("cuda", 0), torch.device("cuda", 1)),
-        (torch.device("cuda", 10), "cuda:1"),
-        (torch.device("cuda", 1), "cuda:10"),
-        (torch.device("cuda", 0), "cpu"),
-        (torch.device("cpu"), "cuda"),
-        (torch.device("meta"), "meta"),
-    ]
-    cases += [(d, w, f"the device {d}") for d, w in gpu]
-    acc = [d for d in devices_to_test() if d.type not in ("cpu", "meta")]
-    for d in acc:                                   # a real accelerator tensor reports its index
-        t = torch.ones(2, device=d.type)
-        cases += [(t, d.type, f"a tensor on {t.device}"), (t, str(t.device), f"a tensor on {t.device}"),
-                  (t, "cpu", f"a tensor on {t.device}")]
-    return cases
+        other = target.type if t.device.type == "cpu" else "cpu"
+        cases += [(t, t.device.type, a_tensor(t)), (t, torch.device(other), a_tensor(t))]
+    d = [torch.device(gpu, i) for i in (0, 1, 10)]
+    devices = [(d[0], gpu), (d[0], torch.device(gpu)), (d[0], f"{gpu}:0"), (d[1], f"{gpu}:1"), (d[1], f"{gpu}:0"),
+               (d[0], d[1]), (d[2], f"{gpu}:1"), (d[1], f"{gpu}:10"), (d[0], "cpu"), (torch.device("cpu"), gpu),
+               (torch.device("cpu"), "cpu")]
+    return cases + [(x, w, f"the device {x}") for x, w in devices]
 
 
-def _kind(t: torch.Tensor) -> str:
-    return f"{str(t.dtype).replace('torch.', '')} tensor"
-
-
-DEVICE_OF_A_DEVICE = misconceptions.define(
-    "05.device-of-a-device", "Read `.device` of a `torch.device`",
-    "Believes everything passed in is a tensor; a `torch.device` (what `.device` returns) has `.type` and `.index` "
-    "but no `.device`, so `x.device` raises AttributeError for it.",
-    section=("05_device_attribute", "1. A tensor's `.device`"),
-    question="What is `torch.ones(2).device.device`, and what parts does a `torch.device` have?")
-DEVICE_VS_STRING = misconceptions.define(
-    "05.compared-device-with-string", "Compared a `torch.device` with a string",
-    "Believes a device equals the string it prints as (`x.device == 'cpu'`, or `.type`/`str(...)` against a "
-    "`torch.device`); a `torch.device` never equals a string, silently. Compare `.type` with a string, or two "
-    "`torch.device`s.",
-    section=("05_device_attribute", "2. Comparing devices"),
-    question="What do `torch.ones(1).device == 'cpu'` and `torch.ones(1).device.type == 'cpu'` give, and why?")
-INDEX_LESS_EQUALS_INDEXED = misconceptions.define(
-    "05.index-less-equals-indexed", "Treats index-less `cuda` as `cuda:0`",
-    "Believes `torch.device('cuda')` equals the device a GPU tensor reports (`cuda:0`); it has index None and "
-    "means the current device, and two devices are equal only when type and index both match. Compare `.type` "
-    "when no index is asked for, and keep the device a tensor reports rather than rebuilding it from its type.",
-    section=("05_device_attribute", "2. Comparing devices"),
-    question="What do `torch.device('cuda') == torch.device('cuda:0')` and `g.device == torch.device('cuda')` give "
-             "for a tensor `g` made with `device='cuda'`?")
-DEVICE_TEXT = misconceptions.define(
-    "05.compared-device-text", "Compared device names as text (`in`, `startswith`)",
-    "Believes matching the printed name finds the device (`'cuda:1' in str(d)`); text matching also accepts "
-    "`cuda:10`. Compare `.type` and `.index`.",
-    section=("05_device_attribute", "Pitfalls"),
-    question="Is `'cuda:1' in str(torch.device('cuda', 10))` True or False? What comparison avoids the trap?")
-IGNORED_INDEX = misconceptions.define(
-    "05.ignored-device-index", "Compared only `.type` when an index is asked for",
-    "Believes comparing `.type` answers every request; when `wanted` names an index (`cuda:1`), that index must "
-    "match too: `cuda:0` is not GPU 1.",
-    section=("05_device_attribute", "2. Comparing devices"),
-    question="How do you check 'is it on any CUDA GPU' and how 'is it on GPU 1'?")
+DEVICE_OF_A_DEVICE = misconceptions.code("05.device-of-a-device")
+DEVICE_VS_STRING = misconceptions.code("05.compared-device-with-string")
+INDEX_LESS_EQUALS_INDEXED = misconceptions.code("05.index-less-equals-indexed")
+DEVICE_TEXT = misconceptions.code("05.compared-device-text")
+IGNORED_INDEX = misconceptions.code("05.ignored-device-index")
 
 
 @grader("05.is_on", reference=is_on, title="Is it on that device?", hints=(
@@ -177,8 +89,9 @@ def _grade_is_on(fn: Callable) -> str:
         if got != want:
             why, code = _is_on_diagnosis(x, wanted)
             raise Wrong(f"For {context} the answer is {want}, you returned {got}. " + why, code)
+    gpu = _gpu_type()
     return (f"Right on {len(cases)} cases: strings and torch.device requests, tensors on the cpu and other "
-            "devices, and the indexed devices a GPU tensor reports (cuda:0, cuda:1, cuda:10).")
+            f"devices, and the indexed devices a GPU tensor reports ({gpu}:0, {gpu}:1, {gpu}:10).")
 
 
 def _is_on_diagnosis(x: Any, wanted: Any) -> tuple[str, str]:
@@ -224,7 +137,7 @@ def model_device(module):
 class _Scaled(nn.Module):
     """A linear layer followed by a fixed scale kept in a buffer."""
 
-    def __init__(self, scale_device: str = "cpu", persistent: bool = True):
+    def __init__(self, scale_device: str | torch.device = "cpu", persistent: bool = True):
         super().__init__()
         self.linear = nn.Linear(3, 2)
         self.register_buffer("scale", torch.full((2,), 0.5, device=scale_device), persistent=persistent)
@@ -235,38 +148,28 @@ class _Scaled(nn.Module):
 
 def _model_cases() -> list[tuple[str, Callable[[], nn.Module]]]:
     """(description, factory): single-device modules, empty ones and spread ones, in the order checked."""
-    cases: list[tuple[str, Callable[[], nn.Module]]] = [
+    d = target_device()
+    to = f".to({str(d)!r})"
+    return [
         ("`nn.Linear(3, 2)` on cpu", lambda: nn.Linear(3, 2)),
-        ("`nn.Linear(3, 2).to('meta')`", lambda: nn.Linear(3, 2).to("meta")),
-        ("`nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))` moved to meta",
-         lambda: nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to("meta")),
+        (f"`nn.Linear(3, 2){to}`", lambda: nn.Linear(3, 2).to(d)),
+        (f"`nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))` moved to {d}",
+         lambda: nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to(d)),
         ("`nn.ReLU()` (no parameters, no buffers)", lambda: nn.ReLU()),
         ("`nn.BatchNorm1d(4, affine=False)` on cpu (buffers only)", lambda: nn.BatchNorm1d(4, affine=False)),
-        ("`nn.BatchNorm1d(4, affine=False).to('meta')` (buffers only)",
-         lambda: nn.BatchNorm1d(4, affine=False).to("meta")),
+        (f"`nn.BatchNorm1d(4, affine=False){to}` (buffers only)", lambda: nn.BatchNorm1d(4, affine=False).to(d)),
         ("`nn.BatchNorm1d(4, track_running_stats=False)` (parameters only; its buffer slots hold None)",
          lambda: nn.BatchNorm1d(4, track_running_stats=False)),
-        ("a module with a `Linear` on cpu and a buffer `scale` on meta", lambda: _Scaled("meta")),
-        ("a module with a `Linear` on cpu and a non-persistent buffer `scale` on meta",
-         lambda: _Scaled("meta", persistent=False)),
-        ("`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to('meta'))`",
-         lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to("meta"))),
-        ("`nn.Sequential(nn.Linear(4, 4).to('meta'), nn.BatchNorm1d(4, affine=False))`",
-         lambda: nn.Sequential(nn.Linear(4, 4).to("meta"), nn.BatchNorm1d(4, affine=False))),
+        (f"a module with a `Linear` on cpu and a buffer `scale` on {d}", lambda: _Scaled(d)),
+        (f"a module with a `Linear` on cpu and a non-persistent buffer `scale` on {d}",
+         lambda: _Scaled(d, persistent=False)),
+        (f"`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2){to})`", _PARAMS_SPREAD[0]),
+        (f"`nn.Sequential(nn.Linear(4, 4){to}, nn.BatchNorm1d(4, affine=False))`",
+         lambda: nn.Sequential(nn.Linear(4, 4).to(d), nn.BatchNorm1d(4, affine=False))),
         ("`nn.Sequential(nn.ReLU(), nn.Flatten())` (no parameters, no buffers)",
          lambda: nn.Sequential(nn.ReLU(), nn.Flatten())),
         ("a module with a `Linear` and a buffer, all on cpu", lambda: _Scaled("cpu")),
     ]
-    for d in devices_to_test():
-        if d.type in ("cpu", "meta"):
-            continue
-        cases += [
-            (f"`nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))` moved to {d}",
-             lambda d=d: nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).to(d)),
-            (f"`nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to({str(d)!r}))`",
-             lambda d=d: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to(d))),
-        ]
-    return cases
 
 
 def _names(devices: set) -> str:
@@ -279,71 +182,16 @@ def _named(device: torch.device, message: str) -> bool:
     return str(device) in message or repr(device) in message
 
 
-MODEL_SECTION = ("05_device_attribute", "4. A model has no `.device`")
-FIRST_PARAMETER = misconceptions.define(
-    "05.first-parameter-only", "Asked only the first parameter",
-    "Believes `next(model.parameters()).device` is the model's device; it raises StopIteration on a module without "
-    "parameters and looks at one tensor only, while the others (and the buffers) can be elsewhere.",
-    section=MODEL_SECTION,
-    question="What does `next(nn.ReLU().parameters()).device` do, and what does it say about a model split over two "
-             "devices?")
-IGNORED_BUFFERS = misconceptions.define(
-    "05.ignored-buffers", "Ignored the buffers",
-    "Believes a model's parameters are all its tensors; buffers (`register_buffer`, BatchNorm's running "
-    "statistics) live on a device too and can be elsewhere. `module.buffers()` lists them.",
-    section=("05_device_attribute", "3. Parameters and buffers have a device too"),
-    question="Where does `nn.BatchNorm1d(4, affine=False)` live, and what does `parameters()` say about it?")
-IGNORED_PARAMETERS = misconceptions.define(
-    "05.ignored-parameters", "Ignored the parameters",
-    "Looked at the buffers alone; parameters (weights, biases) are most of a model's tensors, and each has its "
-    "own device: `module.parameters()` lists them.",
-    section=("05_device_attribute", "3. Parameters and buffers have a device too"),
-    question="What are the two kinds of tensors a module holds, and which call lists each?")
-STATE_DICT_TENSORS = misconceptions.define(
-    "05.state-dict-has-all-tensors", "Looked for devices in `state_dict()`",
-    "Believes `module.state_dict()` holds every tensor of a module; it leaves out buffers registered with "
-    "`persistent=False`, which can be on another device. `module.buffers()` has them all.",
-    section=("05_device_attribute", "Pitfalls"),
-    question="A module registers `mask` with `persistent=False`. Is `mask` in `state_dict()`? In `buffers()`?")
-OWN_TENSORS_ONLY = misconceptions.define(
-    "05.own-tensors-only", "Looked at the module's own tensors, not its submodules'",
-    "Believes a container such as `nn.Sequential` holds the tensors itself; they belong to its submodules. "
-    "`module.parameters()` and `module.buffers()` walk the submodules; `recurse=False` and `_parameters` do not.",
-    section=MODEL_SECTION,
-    question="Does `model.parameters()` list the parameters of the layers inside an `nn.Sequential`? Does the "
-             "`Sequential` hold any of its own?")
-DEVICE_AS_STRING = DEVICE_STRING   # lesson 02's: a device name (a string) returned for a `torch.device`
-EMPTY_MODULE_HAS_DEVICE = misconceptions.define(
-    "05.empty-module-has-device", "A device for a module with no tensors",
-    "Believes a module without parameters or buffers lives on the CPU (or the default device); it holds no tensors, "
-    "so it lives on no device, and the exercise asks for None.",
-    section=MODEL_SECTION,
-    question="Where does `nn.ReLU()` live, and what should `model_device(nn.ReLU())` return?")
-EMPTY_MODULE_RAISES = misconceptions.define(
-    "05.empty-module-raises", "Raised for a module with no tensors",
-    "Treats 'not exactly one device' as an error (`len(devices) != 1`); a module with no tensors is not split over "
-    "devices, it is on none, and the exercise asks for None. Only several devices are an error.",
-    section=MODEL_SECTION,
-    question="Which modules should make `model_device` raise, and what should it return for `nn.ReLU()`?")
-SPREAD_HAS_ONE_DEVICE = misconceptions.define(
-    "05.split-model-has-one-device", "Returned one device for a split model",
-    "Believes a model always lives on one device; its parameters and buffers can be spread over several (a layer "
-    "moved on its own), and then there is no single answer: raise ValueError naming the devices.",
-    section=MODEL_SECTION,
-    question="After only `half_moved[2]` moves to the GPU, where does `half_moved` live? What should "
-             "`model_device(half_moved)` do?")
-SPREAD_NOT_VALUE_ERROR = misconceptions.define(
-    "05.split-model-not-value-error", "A split model reported without `ValueError`",
-    "Raised another error (`assert`, `RuntimeError`) for a model spread over several devices; the exercise asks for "
-    "`ValueError`, so that callers can catch this case by its type.",
-    section=(MODEL_SECTION[0], f"{MODEL_SECTION[1]} › Exercise 05.model_device"),
-    question="Why should `model_device` raise `ValueError` rather than use `assert` for a split model?")
-SPREAD_MESSAGE_VAGUE = misconceptions.define(
-    "05.split-model-message-vague", "Error message that does not name the devices",
-    "The `ValueError` for a split model does not name the devices found (`cpu`, `cuda:0`...), so whoever reads it "
-    "does not know where to look; `str(d)` gives each device as it prints.",
-    section=(MODEL_SECTION[0], f"{MODEL_SECTION[1]} › Exercise 05.model_device"),
-    question="What should the error for a split model say, so that its reader knows which tensors to move?")
+FIRST_PARAMETER = misconceptions.code("05.first-parameter-only")
+IGNORED_BUFFERS = misconceptions.code("05.ignored-buffers")
+IGNORED_PARAMETERS = misconceptions.code("05.ignored-parameters")
+STATE_DICT_TENSORS = misconceptions.code("05.state-dict-has-all-tensors")
+OWN_TENSORS_ONLY = misconceptions.code("05.own-tensors-only")
+EMPTY_MODULE_HAS_DEVICE = misconceptions.code("05.empty-module-has-device")
+EMPTY_MODULE_RAISES = misconceptions.code("05.empty-module-raises")
+SPREAD_HAS_ONE_DEVICE = misconceptions.code("05.split-model-has-one-device")
+SPREAD_NOT_VALUE_ERROR = misconceptions.code("05.split-model-not-value-error")
+SPREAD_MESSAGE_VAGUE = misconceptions.code("05.split-model-message-vague")
 
 
 @grader("05.model_device", points=2, reference=model_device, title="Where does this model live?", hints=(
@@ -391,7 +239,7 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
                     buffers: set) -> None:
     if issubclass(type(got), str):
         raise Wrong(f"For {what} you returned the string {safe_repr(got)}. Return the `torch.device` itself "
-                    "(what `.device` gives you); a string is never == a device.", DEVICE_AS_STRING)
+                    "(what `.device` gives you); a string is never == a device.", DEVICE_STRING)
     if got is not None and type(got) is not torch.device:
         raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single "
                     "`torch.device`, or None for a module with no parameters and no buffers.",
@@ -468,12 +316,12 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
 
 
 #: Probes used to tell apart why a spread module was not reported.
-_PARAMS_SPREAD = (lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to("meta")),
-                  lambda: nn.Sequential(nn.Linear(3, 4).to("meta"), nn.Linear(4, 2)))
+_PARAMS_SPREAD = (lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to(target_device())),
+                  lambda: nn.Sequential(nn.Linear(3, 4).to(target_device()), nn.Linear(4, 2)))
 
 
 def _BUFFERS_SPREAD() -> nn.Module:
-    return nn.Sequential(nn.BatchNorm1d(4, affine=False), nn.BatchNorm1d(4, affine=False).to("meta"))
+    return nn.Sequential(nn.BatchNorm1d(4, affine=False), nn.BatchNorm1d(4, affine=False).to(target_device()))
 
 
 def _raises_value_error(fn: Callable, module: nn.Module) -> bool:
@@ -492,169 +340,8 @@ def _returns_first_parameter_device(fn: Callable, module: nn.Module) -> bool:
     return type(got) is torch.device and got == next(module.parameters()).device
 
 
-# --- section 5 and Going further: device memory ---------------------------------------------
-
-add_quiz(
-    "05.empty_cache",
-    "Your training loop runs out of GPU memory. You add `torch.cuda.empty_cache()` after every step. What does "
-    "that do for your program?",
-    ["It frees the tensors you no longer need, so the OOM goes away",
-     "It gives cached, unused blocks back to the driver: `nvidia-smi` shows more free memory, but the tensors "
-     "you still reference stay, and your next allocations must ask the driver again (slower)",
-     "It frees every tensor on the GPU, including the model's weights",
-     "Nothing at all: it only works in PyTorch versions before 2.0"],
-    1,
-    "PyTorch's caching allocator keeps the blocks of freed tensors to reuse them quickly. `empty_cache()` returns "
-    "the blocks no tensor uses to the driver, so other processes (and `nvidia-smi`) see them free. It cannot free a "
-    "tensor you still reference (a name, a list, a saved autograd graph), so your program has no more room than "
-    "before, and asking the driver again for memory is slower than reusing the cache. Drop references (`del`, "
-    "`loss.detach()`), then the memory is reusable by PyTorch at once.",
-)
-add_quiz(
-    "05.adam_memory",
-    "You train a model with 1 billion float32 parameters with Adam. How much GPU memory do the parameters, their "
-    "gradients and Adam's state take, before any activations?",
-    ["4 GB", "8 GB", "12 GB", "16 GB"],
-    3,
-    "Per parameter: 4 bytes for the weight, 4 for its gradient, and 8 for Adam's two moments (`exp_avg` and "
-    "`exp_avg_sq`, each the parameter's size and dtype): 16 bytes, so 16 GB for a billion parameters. The weights "
-    "alone (4 GB) are only a quarter of it, and the activations of a batch come on top.",
-)
+# --- section 5: the optimizer's state (05.training_bytes counts it) ------------------------
 
 #: Optimizer state per parameter, in copies of the parameter: SGD keeps none, momentum one buffer
 #: (`momentum_buffer`), Adam two moments (`exp_avg`, `exp_avg_sq`). Read-only: the check loops over it.
 STATE_COPIES = MappingProxyType({"sgd": 0, "momentum": 1, "adam": 2})
-
-
-# --- exercise 05.training_bytes --------------------------------------------------------------
-
-def training_bytes(model, optimizer):
-    """Bytes on the device for ``model``'s parameters, their gradients and the optimizer's state.
-
-    ``optimizer`` is "sgd" (plain SGD), "momentum" (SGD with momentum) or "adam". Activations are not counted.
-    """
-    copies = 2 + {"sgd": 0, "momentum": 1, "adam": 2}[optimizer]     # weight + gradient + state
-    return copies * sum(p.numel() * p.element_size() for p in model.parameters())
-
-
-def _training_cases() -> list[tuple[str, Callable[[], nn.Module]]]:
-    """(description, factory), in the order checked."""
-    return [
-        ("`nn.Linear(10, 5)` (float32)", lambda: nn.Linear(10, 5)),
-        ("`nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))` (with buffers)",
-         lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))),
-        ("`nn.Linear(6, 3).half()` (float16: 2 bytes an element)", lambda: nn.Linear(6, 3).half()),
-        ("`nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4).double(), nn.Linear(4, 2).to(torch.bfloat16))` "
-         "(mixed dtypes)",
-         lambda: nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4).double(), nn.Linear(4, 2).to(torch.bfloat16))),
-        ("`nn.ReLU()` (no parameters)", lambda: nn.ReLU()),
-        ("`nn.Linear(1000, 1000, device='meta')`", lambda: nn.Linear(1000, 1000, device="meta")),
-        ("`nn.Linear(50_000, 50_000, device='meta')` (2.5 billion parameters, no memory used)",
-         lambda: nn.Linear(50_000, 50_000, device="meta")),
-    ]
-
-
-def _param_bytes(module: nn.Module) -> int:
-    return sum(p.numel() * p.element_size() for p in module.parameters())
-
-
-def _buffer_bytes(module: nn.Module) -> int:
-    return sum(b.numel() * b.element_size() for b in module.buffers())
-
-
-TRAINING_SECTION = ("05_device_attribute", "5. What training keeps on the device")
-# Lesson 01's misconceptions about bytes, met again for parameters.
-FOUR_BYTES, ELEMENTS_NOT_BYTES = ASSUMED_4_BYTES, COUNTED_ELEMENTS
-ADAM_STATE = misconceptions.define(
-    "05.adam-state-undercounted", "Counted fewer than Adam's two moments",
-    "Believes Adam keeps one copy of state per parameter (or none); it keeps two, `exp_avg` and `exp_avg_sq`, each "
-    "the parameter's size and dtype: weights + gradients + 2 moments = 4 copies.",
-    section=TRAINING_SECTION,
-    question="How many bytes per float32 parameter does training with Adam keep, and what are they?")
-MOMENTUM_STATE = misconceptions.define(
-    "05.momentum-state-missed", "Left out SGD's `momentum_buffer`",
-    "Believes SGD with momentum keeps no state, like plain SGD; it keeps one `momentum_buffer` per parameter, the "
-    "parameter's size and dtype: 3 copies in all.",
-    section=TRAINING_SECTION,
-    question="What does `optimizer.state[p]` hold after one step of SGD with momentum, and how big is it?")
-NO_GRADIENTS = misconceptions.define(
-    "05.gradients-not-counted", "Left out the gradients",
-    "Believes training needs only the weights (plus the optimizer's state); every parameter also gets a gradient "
-    "(`p.grad`) of its size and dtype.",
-    section=TRAINING_SECTION,
-    question="After `loss.backward()`, what does each parameter hold besides its weights, and how big is it?")
-SGD_STATE = misconceptions.define(
-    "05.plain-sgd-has-state", "Gave plain SGD optimizer state",
-    "Believes every optimizer keeps state; plain SGD (no momentum) keeps none: weights and gradients, 2 copies.",
-    section=TRAINING_SECTION,
-    question="How many copies of the parameters does training with plain SGD keep, and with SGD with momentum?")
-COUNTED_BUFFERS = misconceptions.define(
-    "05.counted-buffers", "Counted the buffers as trained",
-    "Believes buffers (BatchNorm's running statistics) are trained like parameters; they sit on the device but get "
-    "no gradient and no optimizer state, and the exercise counts parameters only.",
-    section=TRAINING_SECTION,
-    question="Does BatchNorm's `running_mean` get a gradient or Adam state? Why not?")
-
-
-def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> tuple[str, str]:
-    """Name the realistic mistake that gives ``got``, with its code; ``("", WRONG_VALUE)`` when none matches."""
-    p, b = _param_bytes(module), _buffer_bytes(module)
-    numel = sum(q.numel() for q in module.parameters())
-    state = STATE_COPIES[optimizer]
-    if numel and got == 4 * numel * (2 + state) and p != 4 * numel:
-        return ("You used 4 bytes for every element, but not every dtype is float32: float16 and bfloat16 take 2, "
-                "float64 8. Use each parameter's `p.element_size()`.", FOUR_BYTES)
-    if numel and got == numel * (2 + state) and p != numel:
-        return ("That is a number of elements, not bytes: multiply each parameter's `numel()` by its "
-                "`element_size()`.", ELEMENTS_NOT_BYTES)
-    # plain SGD is checked first on each model, so by momentum and Adam the gradients are known to be counted
-    if optimizer == "adam" and p and got in (p * 2, p * 3):
-        return ("Adam keeps **two** moments per parameter, `exp_avg` and `exp_avg_sq`, each the size and dtype of "
-                "the parameter: weights + gradients + 2 moments = 4 copies.", ADAM_STATE)
-    if optimizer == "momentum" and p and got == p * 2:
-        return ("SGD with momentum keeps one `momentum_buffer` per parameter, the parameter's size and dtype.",
-                MOMENTUM_STATE)
-    if optimizer == "sgd" and p and got == p:
-        return ("That is the weights alone. Training also stores a gradient (`p.grad`) the size and dtype of every "
-                "parameter: count one more copy.", NO_GRADIENTS)
-    if optimizer == "sgd" and p and got in (p * 3, p * 4):
-        return "Plain SGD (no momentum) keeps no state: just the weights and their gradients, 2 copies.", SGD_STATE
-    if b and got in ((p + b) * (2 + state), p * (2 + state) + b):
-        return ("You counted the buffers (such as BatchNorm's running statistics). They are on the device too, "
-                "but they get no gradient and no optimizer state, and this exercise counts parameters only.",
-                COUNTED_BUFFERS)
-    return "", misconceptions.WRONG_VALUE
-
-
-#: What to return instead of a tensor or a float, and why, for a count of bytes.
-_BYTES_ADVICE = {
-    "tensor": "Return a plain Python int: `numel()` and `element_size()` already give ints.",
-    "float": "Bytes are whole: return an int. Sizes come from each parameter's `numel()` and `element_size()`, "
-             "not from its values (which the largest models checked do not even have); use `*` and `sum`, not `/`.",
-}
-
-
-@grader("05.training_bytes", points=3, reference=training_bytes, title="Will it fit for training?", hints=(
-    "Count bytes per parameter tensor: `p.numel() * p.element_size()`, summed over `model.parameters()`. "
-    "`element_size()` is 4 for float32, 2 for float16 and bfloat16, 8 for float64; neither needs the values.",
-    "Training keeps several copies of those bytes: the weights, their gradients, and the optimizer's state: none "
-    "for plain SGD, one `momentum_buffer` for momentum, two moments (`exp_avg`, `exp_avg_sq`) for Adam.",
-    "`copies = {'sgd': 2, 'momentum': 3, 'adam': 4}[optimizer]`, then "
-    "`return copies * sum(p.numel() * p.element_size() for p in model.parameters())`.",
-))
-def _grade_training_bytes(fn: Callable) -> str:
-    cases = _training_cases()
-    for what, make in cases:
-        for optimizer in STATE_COPIES:
-            module = make()
-            want = training_bytes(module, optimizer)
-            context = f"{what} and optimizer={optimizer!r}"
-            got = expect_int(call(fn, module, optimizer, context=context), f"For {context}", want=want,
-                             advice=_BYTES_ADVICE)
-            if got != want:
-                why, code = _training_diagnosis(got, module, optimizer)
-                raise Wrong(f"For {context} the answer is {want:,} bytes, you returned {got:,}. "
-                            + (why or "Count weights, gradients and the optimizer's state, each "
-                                      "`numel() * element_size()` per parameter."), code)
-    return (f"Right on {len(cases)} models with plain SGD, momentum and Adam: float32, float16, bfloat16 and "
-            "float64 parameters, buffers left out, and models as large as 2.5 billion parameters.")

@@ -1,8 +1,9 @@
 """Lesson 07's capstone: a training script with six device bugs, its reference ``Classifier``, and the check that
-runs the learner's ``fit`` on the CPU, on the GPU (real or simulated) and on ``meta``, names the first bug as a GPU
-meets it, and counts the bugs left for part marks."""
+runs the learner's ``fit`` on the CPU and on the learner's GPU (real or simulated; ``meta`` where none is registered),
+names the first bug as a GPU meets it, and counts the bugs left for part marks."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import sys
@@ -11,17 +12,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten, tree_map_only
 
-from .. import device as _device
-from .. import misconceptions, modes
+from .. import misconceptions, modes, transfer
+from ..inventory import PLAIN, walk
 from ..exercises import grader
 from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_tensor,
-                       is_tensor, safe_repr, text_of)
+                       gpu_refuses, is_tensor, read_no_data, safe_repr, text_of)
 from .l06_mismatch_errors import CONSTANT_AS_PARAMETER, MADE_IN_FORWARD, NO_SUPER_INIT, PLAIN_ATTRIBUTE
-# imported first, lesson 07's exercises and codes register before the capstone's, as in the course's order
-from .l07_transfer_cost import MEAN_NOT_SUM, no_accelerator_feedback, preview
+# imported first, lesson 07's exercises register before the capstone, as in the course's order
+from .l07_sum_batches import MEAN_NOT_SUM, preview
 
 # --- exercise 07.capstone -------------------------------------------------------------------------
 
@@ -57,97 +57,22 @@ class Classifier(nn.Module):
         return optimizer, total
 
 
-BATCH_NOT_MOVED = misconceptions.define(
-    "07.batch-not-moved", "A batch's inputs or labels never moved",
-    "Moves the model to the device but not the data it is fed: each batch's `inputs` and `labels` are still "
-    "CPU tensors when they meet the weights or the output. `Module.to` moves the model's own tensors only; "
-    "each batch needs `inputs = inputs.to(device)` (and the labels with it) inside the loop.",
-    section=("06_mismatch_errors", "2. Cause: an input that was never moved"),
-    question="`self.to(device)` has run. Where are a batch's `inputs` and `labels` when the loop takes them, and "
-             "which line moves them?")
-MADE_IN_FIT = misconceptions.define(
-    "07.made-in-fit-without-device", "A tensor made in the training code without `device=`",
-    "Believes a tensor made in the training loop beside device tensors (a scale, an offset, a mask) lands on their "
-    "device; a factory call (`torch.ones`, `torch.full`, `torch.tensor`...) uses the default device, the CPU, "
-    "unless given `device=device`.",
-    section=("06_mismatch_errors", "3. Cause: a tensor made inside `forward`"),
-    question="`fit` is given `device`. Where does `torch.ones(8)` made inside `fit` live, and how do you make it "
-             "where the batches go?")
-OPTIMIZER_BEFORE_MOVE = misconceptions.define(
-    "07.optimizer-before-move", "Optimizer built or loaded before the model moved",
-    "Builds the optimizer or loads its state before `model.to(device)`. State loaded then goes next to the CPU "
-    "parameters and stays there (a GPU step raises); on `meta`, where `.to` makes new parameter objects, an "
-    "optimizer built before the move holds the old ones and trains nothing. Move the model, then build the "
-    "optimizer, then load its state: `load_state_dict` puts each state tensor next to its parameter.",
-    section=("06_mismatch_errors", "6. Optimizer state"),
-    question="Resuming from a checkpoint: in which order do `model.to(device)`, building the optimizer and "
-             "`optimizer.load_state_dict(...)` go, and why?")
-OPTIMIZER_NOT_LOADED = misconceptions.define(
-    "07.optimizer-state-not-loaded", "Resumed without the optimizer's state",
-    "Believes loading the model's weights resumes training; the optimizer's state (Adam's running averages and "
-    "step count) is saved apart and must be loaded too, into the optimizer built after the move: "
-    "`optimizer.load_state_dict(checkpoint[\"optimizer\"])`.",
-    section=("06_mismatch_errors", "6. Optimizer state"),
-    question="What does Adam keep for each parameter, and what is lost if a resumed run loads only the model's "
-             "`state_dict`?")
-LOSS_WEIGHT_ON_CPU = misconceptions.define(
-    "07.loss-weight-on-cpu", "The loss's class weights left on the CPU",
-    "Makes the loss's constants (`weight=`, `pos_weight=`) with `torch.tensor([...])`, on the CPU, while the "
-    "model's output is on the device; the model's `.to` does not move them. Make them with `device=device` "
-    "(with `nn.CrossEntropyLoss(weight=w)`, moving the loss module moves its weight, a buffer).",
-    section=("06_mismatch_errors", "Pitfalls"),
-    question="`class_weights = torch.tensor([1.0, 2.0, 1.0])` and the logits are on the GPU. What does "
-             "`F.cross_entropy(logits, labels, weight=class_weights)` do, and what is the fix?")
-READ_EVERY_STEP = misconceptions.define(
-    "07.value-read-every-step", "A value read back every step",
-    "Believes `loss.item()` (or `float(loss)`, `print(loss)`, `.cpu()`) costs only a few bytes; on a GPU it "
-    "makes the CPU wait for all queued work, every step, so it can no longer run ahead. Keep the running total "
-    "on the device and read it once at the end.",
-    section=("07_transfer_cost", "6. Hidden synchronisations"),
-    question="Which lines of a training loop make the CPU wait for the GPU, and how do you log the loss without "
-             "waiting every step?")
-TOTAL_READ_BACK = misconceptions.define(
-    "07.total-read-back", "Returned the total as a number or on the CPU",
-    "Returns the running total as a Python number (`.item()`, `float`) or a CPU tensor (`.cpu()`), as if a "
-    "result had to come back to the host; each is a wait on a GPU. Keep the total a 0-dim tensor on the "
-    "device and let the caller read it.",
-    section=("07_transfer_cost", "6. Hidden synchronisations"),
-    question="`total` is a 0-dim tensor on the GPU. What does `total.item()` cost, and who should call it?")
-TOTAL_KEEPS_GRAPH = misconceptions.define(
-    "07.total-keeps-graph", "A running total of the loss itself (`total += loss`)",
-    "Adds the loss itself to a running total; the loss requires grad, so the total does too and keeps every "
-    "step's autograd graph (with its saved activations) alive. Add `loss.detach()`, the value without the graph.",
-    section=("07_transfer_cost", "6. Hidden synchronisations"),
-    question="After `total += loss` for three steps, does `total` require grad, and what does it keep alive? "
-             "What does `loss.detach()` change?")
-CHANGED_ARITHMETIC = misconceptions.define(
-    "07.changed-the-arithmetic", "Changed what the script computes, not where",
-    "Fixes a device bug by changing the computation (dropping the loss's class weights, another model, loss or "
-    "optimizer) instead of moving or making tensors on the device; the trained weights then differ from the "
-    "reference's. Device fixes change where tensors live, never the numbers.",
-    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
-    question="The class weights are on the CPU. Why is deleting `weight=class_weights` not a fix, and what is?")
-SCRIPT_CHANGED = misconceptions.define(
-    "07.script-structure-changed", "Changed the given script's structure",
-    "Changes what the check builds on (`Classifier` an `nn.Module`, its `layer` and `mean`, the `fit` method, "
-    "its state names) while fixing the devices; the check must build the model, load the checkpoint and run "
-    "`fit` as the given script does.",
-    section=("07_transfer_cost", "8. Capstone: a training script with device bugs"),
-    question="Which parts of the capstone's script must stay as given for the check to compare your training "
-             "with the reference's?")
+BATCH_NOT_MOVED = misconceptions.code("07.batch-not-moved")
+MADE_IN_FIT = misconceptions.code("07.made-in-fit-without-device")
+OPTIMIZER_BEFORE_MOVE = misconceptions.code("07.optimizer-before-move")
+OPTIMIZER_NOT_LOADED = misconceptions.code("07.optimizer-state-not-loaded")
+LOSS_WEIGHT_ON_CPU = misconceptions.code("07.loss-weight-on-cpu")
+READ_EVERY_STEP = misconceptions.code("07.value-read-every-step")
+TOTAL_READ_BACK = misconceptions.code("07.total-read-back")
+TOTAL_KEEPS_GRAPH = misconceptions.code("07.total-keeps-graph")
+CHANGED_ARITHMETIC = misconceptions.code("07.changed-the-arithmetic")
+SCRIPT_CHANGED = misconceptions.code("07.script-structure-changed")
 
 
 _CAPSTONE_STEPS = 4
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OPTIM_DIR = os.path.dirname(torch.optim.__file__) + os.sep
 _COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-#: Operations that take tensors on two devices by design: copies, and indexing with CPU indices.
-_BETWEEN_DEVICES = frozenset({"_to_copy", "copy_", "copy", "_copy_from", "_copy_from_and_resize", "to", "index",
-                              "index_put", "index_put_", "_index_put_impl_", "_local_scalar_dense"})
-#: Operations whose GPU kernels check every argument: a 0-dim CPU tensor is refused there too.
-_EVERY_ARGUMENT = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "matmul",
-                             "linear", "embedding", "index_select", "cat", "stack", "gather", "nll_loss_forward",
-                             "nll_loss2d_forward", "native_layer_norm", "convolution", "_convolution"})
 
 
 def _capstone_batches(gen: torch.Generator) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -174,30 +99,43 @@ class _Mixed(BaseException):
     """Stops the learner's ``fit`` at its first operation that mixes the CPU with the device (as a GPU would)."""
 
 
-class _Watch(TorchDispatchMode):
-    """Watches one ``fit``: where each CPU tensor came from (a batch's inputs or labels, a plain attribute of the
-    model, made in ``forward`` or in ``fit``), the first operation that mixes a CPU tensor with the device's
-    tensors (stopped there, as a GPU stops), and the values read back from the device (``.item()``, ``.cpu()``)."""
+class _Watch(transfer.count_copies):
+    """Watches one ``fit``: where each CPU tensor came from (inputs, labels, a plain attribute, made in ``forward`` or
+    ``fit``), the operations that mix one with the device's tensors as a GPU refuses (stopped at the first, as a GPU
+    stops), the values read back (``.item()``, and the copies back it counts), and the device types of the parameters
+    each optimizer is built with (``built_on``, by the optimizer's id)."""
 
     def __init__(self, device: torch.device, batches: list, attributes: dict[int, str], repair: bool = False):
-        super().__init__()
-        self.device = device
-        self.device_type = device.type
+        super().__init__(device, meta_readback=True)
         self.repair = repair        # go on past each mix, the CPU tensors moved, to meet every bug (part marks)
         self.mixes: list[tuple[str, set[str], bool]] = []
         self.labels: dict[int, set[str]] = {}
         self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
-        self.reads: list[str] = []
-        self.mix: tuple[str, set[str], bool] | None = None
+        self.items = 0
+        self.built_on: dict[int, set[str]] = {}
         for inputs, labels in batches:
             self._label(inputs, {"inputs"})
             self._label(labels, {"labels"})
         for key, name in attributes.items():
             self.labels[key] = {f"attribute:{name}"}
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:   # as transfer.count_copies: keep torch._dynamo unimported
-        return False
+    @property
+    def reads(self) -> list[str]:
+        """Each value read back from the device, by kind."""
+        return [".item()"] * self.items + [".cpu()"] * self.device_to_host
+
+    def __enter__(self) -> "_Watch":
+        init = self._init = torch.optim.Optimizer.__init__
+
+        def noted(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
+            init(optimizer, *args, **kwargs)
+            self.built_on[id(optimizer)] = {p.device.type for group in optimizer.param_groups for p in group["params"]}
+        torch.optim.Optimizer.__init__ = noted
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.optim.Optimizer.__init__ = self._init
+        super().__exit__(*exc)
 
     def _label(self, t: Any, labels: set[str]) -> None:
         if type(t) is torch.Tensor:
@@ -224,36 +162,24 @@ class _Watch(TorchDispatchMode):
         for t in tensors:
             if t.device.type == "cpu" and id(t) not in self.labels:
                 self._label(t, {self._where()[0]})
-        on_device = any(t.device.type == self.device_type for t in tensors)
-        if on_device and name not in _BETWEEN_DEVICES:
-            strict = name in _EVERY_ARGUMENT
-            culprits = [t for t in tensors if t.device.type == "cpu" and (strict or t.dim() > 0)]
+        on_device = any(t.device.type == self.device.type for t in tensors)
+        if gpu_refuses(func, args, kwargs, self.device.type):
+            cpu = [t for t in tensors if t.device.type == "cpu"]
+            culprits = [t for t in cpu if t.dim() > 0] or cpu
             if culprits:
                 labels = set().union(*(self.labels.get(id(t), set()) for t in culprits))
                 self.mixes.append((name, labels, self._where()[1]))
-                self.mix = self.mix or self.mixes[0]
                 if not self.repair:
                     raise _Mixed()
                 moved = {id(t): t.to(self.device) for t in culprits}
-                args, kwargs = tree_map(lambda a: moved.get(id(a), a) if isinstance(a, torch.Tensor) else a,
-                                        (args, kwargs))
+                args, kwargs = tree_map_only(torch.Tensor, lambda a: moved.get(id(a), a), (args, kwargs))
                 tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         if name == "_local_scalar_dense" and on_device:
-            self.reads.append(".item()")
-            if self.device_type == "meta":       # no data: go on with a zero, only the count matters
+            self.items += 1
+            if self.device.type == "meta":       # no data: go on with a zero, only the count matters
                 dtype = args[0].dtype
                 return False if dtype == torch.bool else 0.0 if dtype.is_floating_point else 0
-        source = args[0] if name == "_to_copy" and args else args[1] if name == "copy_" and len(args) > 1 else None
-        if isinstance(source, torch.Tensor) and source.device.type == self.device_type:
-            to = args[0].device if name == "copy_" else kwargs.get("device") or source.device
-            target = torch.device(to).type
-            if target == "cpu":
-                self.reads.append(".cpu()")
-                if self.device_type == "meta":
-                    if name == "copy_":
-                        return args[0]
-                    return torch.zeros(source.shape, dtype=kwargs.get("dtype") or source.dtype)
-        out = func(*args, **kwargs)
+        out = super().__torch_dispatch__(func, types, args, kwargs)   # counts (and on `meta` fakes) copies back
         labels = set().union(*(self.labels.get(id(t), set()) for t in tensors if t.device.type == "cpu"))
         for o in tree_flatten(out)[0]:
             if type(o) is torch.Tensor and o.device.type == "cpu" and id(o) not in self.labels:
@@ -262,24 +188,13 @@ class _Watch(TorchDispatchMode):
 
 
 def _plain_attributes(model: nn.Module) -> dict[int, str]:
-    """id -> name of every plain tensor attribute of ``model`` and its submodules."""
-    found = {}
-    for prefix, sub in model.named_modules():
-        for key, value in vars(sub).items():
-            if is_tensor(value):
-                found[id(value)] = f"{prefix}.{key}" if prefix else key
-    return found
-
-
-def _on(device: torch.device) -> str:
-    if device.type == "meta":      # the stand-in only where no GPU (real or simulated) runs the script first
-        return "on `meta`" + (" (the stand-in for a GPU here)" if _device.accelerator() is None else "")
-    return f"on `{device}`"
+    """id -> name of every plain tensor attribute of ``model`` and its submodules (:mod:`course_utils.inventory`)."""
+    return {id(found.value): found.name for found in walk(model) if found.role == PLAIN}
 
 
 def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> tuple[str, str]:
     """What the first operation that mixed the CPU with ``device`` says, and the code of the bug it names."""
-    on = _on(device)
+    on = f"on `{device}`"
     gpu = (" On a GPU that line raises \"Expected all tensors to be on the same device\" (or \"... but got mat1 "
            "is on cpu\"); `cu.explain_error()` after it explains the message.")
     attributes = sorted(label.split(":", 1)[1] for label in labels if label.startswith("attribute:"))
@@ -348,21 +263,12 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
     context = f"{label} on {device}"
     try:
-        with ModesKept():
-            if watcher is None:
-                got = fit(batches, device, checkpoint)
-            else:
-                with watcher:
-                    got = fit(batches, device, checkpoint)
+        with ModesKept(), watcher or contextlib.nullcontext():
+            got = fit(batches, device, checkpoint)
     except _Mixed:
         got = None
     except NotImplementedError as e:
-        message = text_of(e).lower()
-        if "meta" not in message and "could not run" not in message:
-            raise NotAttempted() from None
-        raise Wrong(f"With {context}, your code read the data of a `meta` tensor: NotImplementedError: "
-                    f"{safe_repr(text_of(e), 160)}. Meta tensors have no data; keep values on the device "
-                    "(`total += loss.detach()`), don't read them in `fit`.", misconceptions.READ_META) from None
+        raise (read_no_data(e, context) or NotAttempted()) from None
     except (KeyboardInterrupt, TimeLimit):
         raise
     except BaseException as e:
@@ -371,29 +277,16 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
             raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
                         "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
                         SCRIPT_CHANGED) from None
-        wrong = no_accelerator_feedback(Crashed(e, context))
-        if wrong is not None:
-            raise wrong from None
         raise Crashed(e, context) from None
-    if watcher is not None and watcher.mix is not None and not repair:
-        message, code = _mix_feedback(*watcher.mix, device)
+    if watcher is not None and watcher.mixes and not repair:
+        message, code = _mix_feedback(*watcher.mixes[0], device)
         raise Wrong(f"With {context}: " + message, code)
     return model, got, watcher
 
 
-def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch.device, label: str) -> tuple:
-    """Everything about one run but the values: reads, what fit returned, the optimizer, plain attributes."""
-    optimizer, total = _returned_pair(got, device, label)
-    params, state = _held_parameters(model, optimizer, device, label)
-    _check_optimizer_state(params, state, device, label)
-    _check_reads(watcher, device)
-    total = _check_total(total, device, label)
-    _check_no_plain_attribute(model)
-    return optimizer, total
-
-
-def _returned_pair(got: Any, device: torch.device, label: str) -> tuple[torch.optim.Optimizer, Any]:
-    """The optimizer and the total that ``fit`` returned, or a Wrong when it returned something else."""
+def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch.device, label: str) -> torch.Tensor:
+    """Everything about one run but the values: what fit returned, the optimizer, reads, the total (returned),
+    plain attributes."""
     if type(got) not in (tuple, list) or len(got) != 2:
         raise Wrong(f"With {label} on {device}, `fit` returned {safe_repr(got)}; return two things: "
                     "`return optimizer, total`.", misconceptions.WRONG_TYPE)
@@ -401,36 +294,40 @@ def _returned_pair(got: Any, device: torch.device, label: str) -> tuple[torch.op
     if not issubclass(type(optimizer), torch.optim.Optimizer):
         raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
                     "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
-    return optimizer, total
+    _check_optimizer(model, optimizer, watcher.built_on.get(id(optimizer), set()) if watcher else set(), device, label)
+    _check_reads(watcher, device)
+    total = _check_total(total, device, label)
+    _check_no_plain_attribute(model)
+    return total
 
 
-def _held_parameters(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
-                     label: str) -> tuple[list[torch.Tensor], Any]:
-    """The model's parameters and the optimizer's state, once the optimizer is shown to hold those parameters (an
-    optimizer built before the move does not, on `meta`)."""
+def _built_before_move(model: nn.Module, optimizer: torch.optim.Optimizer, built_on: set[str],
+                       device: torch.device) -> bool:
+    """Whether ``optimizer`` was built before the model moved to ``device``: with CPU parameters (``built_on``), or
+    holding others than the model's (`.to` to `meta` makes new ones). It trains on a GPU, which keeps parameters
+    through `.to`, but the documented order is move, build, load."""
+    held = [p for group in optimizer.param_groups for p in group["params"]]
+    params = list(model.parameters())
+    return ((device.type != "cpu" and "cpu" in built_on) or len(held) != len(params)
+            or any(not any(h is p for p in params) for h in held))
+
+
+def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, built_on: set[str], device: torch.device,
+                     label: str) -> None:
+    """The optimizer was built after the move, its state loaded from the checkpoint (not only this run's steps),
+    and that state lies on ``device``."""
     try:
-        held = [p for group in optimizer.param_groups for p in group["params"]]
-        params = list(model.parameters())
-        state = optimizer.state
+        params, state = list(model.parameters()), optimizer.state
+        before = _built_before_move(model, optimizer, built_on, device)
     except Exception:
         raise Wrong(f"With {label} on {device}, the optimizer you returned cannot be read (its `param_groups` "
                     "or `state`). Return the `torch.optim.Adam` that `fit` trained with.",
                     misconceptions.ODD_ANSWER) from None
-    if len(held) != len(params) or any(not any(h is p for p in params) for h in held):
-        raise Wrong("Bug: the optimizer was built before the move. Your optimizer does not hold the model's "
-                    f"parameters {_on(device)}: it holds {', '.join(safe_repr(h) for h in held[:2])}. "
-                    + ("On `meta`, `.to` replaces each parameter with a new tensor, so an optimizer built before "
-                       "`self.to(device)` keeps the old CPU ones and never trains the model. On a GPU the "
-                       "parameters stay the same objects, but optimizer state loaded before the move stays on "
-                       "the CPU. " if device.type == "meta" else "")
-                    + "PyTorch's documentation asks for this order: move the model, then build the optimizer, then "
-                    "load its state. (`cu.show_devices(self, optimizer)` shows where both live.)",
+    if before:
+        raise Wrong("Bug: the optimizer was built before the move: when `fit` built it, the model's parameters were "
+                    "still on the CPU. PyTorch's documentation asks for this order: move the model, then build the "
+                    "optimizer, then load its state. (`cu.show_devices(self, optimizer)` shows where both live.)",
                     OPTIMIZER_BEFORE_MOVE)
-    return params, state
-
-
-def _check_optimizer_state(params: list[torch.Tensor], state: Any, device: torch.device, label: str) -> None:
-    """The optimizer's state was loaded from the checkpoint (not only this run's steps), and lies on ``device``."""
     moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
                if is_tensor(t) and n != "step"]
     if not moments:
@@ -446,7 +343,7 @@ def _check_optimizer_state(params: list[torch.Tensor], state: Any, device: torch
                     "optimizer: `optimizer.load_state_dict(checkpoint[\"optimizer\"])`.", OPTIMIZER_NOT_LOADED)
     astray = sorted({f"{n} on {t.device}" for n, t in moments if t.device.type != device.type})
     if astray:
-        raise Wrong(f"Bug: the optimizer's state. Your parameters are {_on(device)}, but Adam's state is not: "
+        raise Wrong(f"Bug: the optimizer's state. Your parameters are on `{device}`, but Adam's state is not: "
                     f"{', '.join(astray)}. Load the state after the move, into an optimizer built after it: "
                     "`optimizer.load_state_dict` puts each state tensor where its parameter is at that moment.",
                     OPTIMIZER_BEFORE_MOVE)
@@ -456,7 +353,7 @@ def _check_reads(watcher: _Watch | None, device: torch.device) -> None:
     """At most one value read back from the device during the run (none watched on the CPU)."""
     if watcher is not None and len(watcher.reads) > 1:
         kinds = ", ".join(sorted(set(watcher.reads)))
-        raise Wrong(f"Bug: a value read every step. During {_CAPSTONE_STEPS} steps {_on(device)}, your `fit` read "
+        raise Wrong(f"Bug: a value read every step. During {_CAPSTONE_STEPS} steps on `{device}`, your `fit` read "
                     f"{len(watcher.reads)} values back from the device ({kinds}). `loss.item()` (and `float(loss)`, "
                     "`print(loss)`, `.cpu()`, `.tolist()`) makes the CPU wait for the GPU to finish everything queued, "
                     "then copies the value: at every step the CPU stops running ahead. Keep the running total on the "
@@ -589,30 +486,27 @@ def _trains_as_the_script(model: nn.Module, total: Any, checkpoint: dict) -> boo
 
 
 def _bugs_left(cls: type) -> set[str]:
-    """The six bugs an answer that failed still has; all six unless it trains as the script does on the CPU (where
-    no device bug shows: its arithmetic is the script's). Each bug is met on its own on `meta`, on every machine alike:
-    one run with the batches on the CPU (are they moved?), one with them on `meta` already (what else mixes), each
-    going on past every mix; then the plain attributes, the optimizer's parameters and state, and the reads."""
-    cpu, meta, label = torch.device("cpu"), torch.device("meta"), f"{_CAPSTONE_STEPS} batches"
+    """The six bugs a failed answer still has: all six unless it trains as the script does on the CPU. Each is met
+    on `meta` on every machine (the simulated GPU cannot go on past a mix: its backward pass would crash), going on
+    past every mix: once with the batches on the CPU (are they moved?), once on `meta` (what else mixes)."""
+    cpu, dev, label = torch.device("cpu"), torch.device("meta"), f"{_CAPSTONE_STEPS} batches"
     checkpoint = _capstone_checkpoint()
     try:
         model, (_, total), _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)
         if not _trains_as_the_script(model, total, checkpoint):
             return set(CAPSTONE_BUGS)
-        _, _, moved = _run_fit(cls, meta, *_fresh(2, checkpoint), label, watch=True, repair=True)
+        _, _, moved = _run_fit(cls, dev, *_fresh(2, checkpoint), label, watch=True, repair=True)
         batches, saved = _fresh(2, checkpoint)
-        batches = [(inputs.to(meta), labels.to(meta)) for inputs, labels in batches]
-        model, (optimizer, _), watcher = _run_fit(cls, meta, batches, saved, label, watch=True, repair=True)
-        held = [p for group in optimizer.param_groups for p in group["params"]]
-        params = list(model.parameters())
-        state = [t for p in params for t in (optimizer.state.get(p) or {}).values() if is_tensor(t) and t.dim()]
+        batches = [(inputs.to(dev), labels.to(dev)) for inputs, labels in batches]
+        model, (optimizer, _), watcher = _run_fit(cls, dev, batches, saved, label, watch=True, repair=True)
+        stale = _built_before_move(model, optimizer, watcher.built_on.get(id(optimizer), set()), dev) or any(
+            t.device.type != dev.type for p in model.parameters() for t in (optimizer.state.get(p) or {}).values()
+            if is_tensor(t) and t.dim())
     except (Exception, TimeLimit):   # a crash, a stub, changed arithmetic, out of time: no part to mark
         return set(CAPSTONE_BUGS)
-    left = {_mix_feedback(*mix, meta)[1] for mix in watcher.mixes}
+    left = {_mix_feedback(*mix, dev)[1] for mix in watcher.mixes}
     left |= {BATCH_NOT_MOVED} if any({"inputs", "labels"} & labels for _, labels, _ in moved.mixes) else set()
     left |= {PLAIN_ATTRIBUTE} if _plain_attributes(model) else set()
-    stale = len(held) != len(params) or any(not any(h is p for p in params) for h in held) or any(
-        t.device.type != "meta" for t in state)
     left |= {OPTIMIZER_BEFORE_MOVE} if stale else set()
     left |= {READ_EVERY_STEP} if len(watcher.reads) > 1 else set()
     return left & CAPSTONE_BUGS
@@ -620,31 +514,17 @@ def _bugs_left(cls: type) -> set[str]:
 
 def _capstone_verdict(cls: type) -> str:
     """The capstone's check: the first bug named as a GPU meets it, or "Right" when all six are fixed."""
-    checkpoint = _capstone_checkpoint()
-    devices = devices_to_test()
-    label = f"{_CAPSTONE_STEPS} batches"
-
-    def fresh(seed: int) -> tuple[list, dict]:
-        return _fresh(seed, checkpoint)
-
-    def reference(device: torch.device, seed: int) -> tuple[nn.Module, torch.Tensor]:
-        return _reference(device, seed, checkpoint)
-
-    cpu = torch.device("cpu")
-    model, got, _ = _run_fit(cls, cpu, *fresh(1), label, watch=False)           # the stub stops here
-    cpu_result = (model, got)
-    # the learner's GPU (real or simulated) first: the bugs are named as they show there; `meta` last
-    for dev in sorted(devices[1:], key=lambda d: d.type == "meta"):
-        dev_model, dev_got, watcher = _run_fit(cls, dev, *fresh(2), label, watch=True)
-        _, total = _check_fit(dev_model, dev_got, watcher, dev, label)
-        if dev.type != "meta":
-            _check_capstone_values(dev_model, total, *reference(dev, 2), dev)
-    model, got = cpu_result
-    _, total = _check_fit(model, got, None, cpu, label)
-    _check_capstone_values(model, total, *reference(cpu, 1), cpu)
-    where = ", ".join(str(d) for d in devices)
-    return (f"Right: all six bugs fixed. On {where}, `fit` moves each batch, keeps every tensor it makes on the "
-            "device, holds `mean` as a buffer, builds and loads the optimizer after the move, and reads nothing "
+    checkpoint, (cpu, dev), label = _capstone_checkpoint(), devices_to_test(), f"{_CAPSTONE_STEPS} batches"
+    model, got, _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)      # the stub stops here
+    # then on the learner's GPU (real or simulated): the bugs are named as they show there
+    dev_model, dev_got, watcher = _run_fit(cls, dev, *_fresh(2, checkpoint), label, watch=True)
+    total = _check_fit(dev_model, dev_got, watcher, dev, label)
+    if dev.type != "meta":   # no values to compare on the data-less device
+        _check_capstone_values(dev_model, total, *_reference(dev, 2, checkpoint), dev)
+    total = _check_fit(model, got, None, cpu, label)
+    _check_capstone_values(model, total, *_reference(cpu, 1, checkpoint), cpu)
+    return (f"Right: all six bugs fixed. On {cpu} and {dev}, `fit` moves each batch, keeps every tensor it makes on "
+            "the device, holds `mean` as a buffer, builds and loads the optimizer after the move, and reads nothing "
             "back while it trains; the weights and the total loss match the reference's.")
 
 

@@ -7,53 +7,7 @@ import torch
 
 from .. import misconceptions
 from ..exercises import grader
-from ..grading import Crashed, Wrong, a_tensor, call, describe, safe_repr
-from ..quizzes import add_quiz
-
-# --- quizzes ---------------------------------------------------------------------------------
-
-add_quiz(
-    "08.oom_message",
-    "A training step stops with `CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-    "14.74 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 13.61 GiB memory in use. "
-    "Of the allocated memory 13.20 GiB is allocated by PyTorch, and 287.42 MiB is reserved by PyTorch but "
-    "unallocated.` Which fix do these figures call for?",
-    ["Hold fewer tensors: a smaller batch, `torch.no_grad()` for evaluation, `del` what you no longer need",
-     "Call `torch.cuda.empty_cache()` before each step, so that PyTorch's cache gives its memory back",
-     "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: the free memory is cut into pieces",
-     "Close the other program that is using the GPU"],
-    0,
-    "*Allocated by PyTorch* is your live tensors: 13.20 of the GPU's 14.74 GiB, so hold fewer of them. The cache "
-    "(*reserved but unallocated*) holds only 287 MiB: `empty_cache()` could hand back no more than that, and the "
-    "allocator already freed it and tried again before raising; with so little cached, the memory is not cut into "
-    "pieces either, so `expandable_segments` has nothing to join. And this process uses 13.61 GiB while "
-    "14.74 - 1.12 = 13.62 GiB is in use in all: no other program holds any of it.",
-)
-add_quiz(
-    "08.bad_label",
-    "A classifier has 5 classes (labels 0 to 4), and one label in the batch is 5. What does "
-    "`nn.CrossEntropyLoss()(logits, labels)` do on the CPU?",
-    ["Returns a loss, a little too large", "Raises `IndexError: Target 5 is out of bounds.`",
-     "Raises `RuntimeError: CUDA error: device-side assert triggered`", "Returns `nan`"],
-    1,
-    "The CPU kernel checks each label and names the bad one: `IndexError: Target 5 is out of bounds.` "
-    "On a GPU the same check runs inside the kernel; all it can do is stop, and you get the vague "
-    "\"device-side assert triggered\", often reported at a later line. That is why running one step on the CPU "
-    "is the quickest way to read the real error.",
-)
-add_quiz(
-    "08.module_prefix",
-    "A checkpoint was saved with `torch.save(nn.DataParallel(model).state_dict(), path)`. You load it into a "
-    "plain model with `model.load_state_dict(torch.load(path))`. What happens?",
-    ["It loads: the wrapper does not change the names", "It loads, but silently skips every weight",
-     "It raises a RuntimeError: every key is \"missing\" and every saved key \"unexpected\"",
-     "It raises a KeyError for the first weight"],
-    2,
-    "`DataParallel` (and `DistributedDataParallel`) keep your model as their submodule `module`, so every key "
-    "of the wrapper's `state_dict` starts with `module.`. `load_state_dict` is strict by default: it lists the "
-    "plain names as missing and the `module.` names as unexpected, and loads nothing.",
-)
-
+from ..grading import Crashed, Wrong, a_tensor, call, describe, list_mistake, safe_repr
 
 # --- exercise 08.strip_prefix ----------------------------------------------------------------
 
@@ -92,30 +46,9 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-PREFIX_SECTION = ("08_field_guide", "Checkpoints from DataParallel / DDP")
-STATE_DICT_CHANGED = misconceptions.define(
-    "08.state-dict-changed-in-place", "Renamed the keys of the caller's state_dict in place",
-    "Changed the dict it was given (popping and re-adding keys, as PyTorch's "
-    "`consume_prefix_in_state_dict_if_present` does); the exercise asks for a new dict and leaves the caller's "
-    "checkpoint as it was, since it may still be needed.",
-    section=(PREFIX_SECTION[0], f"{PREFIX_SECTION[1]} › Exercise 08.strip_prefix"),
-    question="After `consume_prefix_in_state_dict_if_present(state, 'module.')`, what do the keys of `state` look "
-             "like? How do you keep the original?")
-PREFIX_NOT_AT_START_ONCE = misconceptions.define(
-    "08.prefix-not-removed-once-at-start", "Removed the prefix other than once, from the front",
-    "Believes removing `module.` anywhere in a key (`key.replace`), every time it repeats, or a fixed number of "
-    "characters is the same as removing the prefix; only a key that starts with it loses it, once, and "
-    "`key[len(prefix):]` takes off exactly the prefix asked for (`_orig_mod.` has 10 characters).",
-    section=PREFIX_SECTION,
-    question="What does `'encoder.module.weight'.replace('module.', '')` give, and why is that not the fix for a "
-             "DataParallel checkpoint?")
-VALUES_COPIED = misconceptions.define(
-    "08.copied-values", "Copied or changed the values, not only the keys",
-    "Believes a new dict needs new tensors (`v.clone()`, `v.to(...)`); only the keys are wrong in a wrapper's "
-    "checkpoint, so the values stay the same objects: a copy costs memory for nothing.",
-    section=(PREFIX_SECTION[0], f"{PREFIX_SECTION[1]} › Exercise 08.strip_prefix"),
-    question="What differs between the state_dict of `nn.DataParallel(model)` and that of `model`: the keys, the "
-             "tensors, or both?")
+STATE_DICT_CHANGED = misconceptions.code("08.state-dict-changed-in-place")
+PREFIX_NOT_AT_START_ONCE = misconceptions.code("08.prefix-not-removed-once-at-start")
+VALUES_COPIED = misconceptions.code("08.copied-values")
 
 
 @grader("08.strip_prefix", points=2, reference=strip_prefix, title="Strip the `module.` prefix", hints=(
@@ -188,60 +121,10 @@ def _label_cases(gen: torch.Generator) -> list[tuple[str, torch.Tensor, int, int
     ]
 
 
-def _not_a_plain_list(got: Any, want: list[int]) -> str | None:
-    """Why ``got`` is not a plain list of plain ints, in words; None when it is one.
-
-    Only exact types count: a ``list`` (or ``int``) subclass could define ``==`` and ``!=`` to say anything."""
-    if type(got) is list and all(type(i) is int for i in got):
-        return None
-    if isinstance(got, torch.Tensor):
-        return (f"you returned a tensor ({describe(got)}). Return a plain list of Python ints: "
-                "`.tolist()` converts.")
-    if got is None:
-        return "your function returned None: did you forget the `return`?"
-    if isinstance(got, (set, frozenset)):
-        return "you returned a set, which has no order. Return a sorted list: `sorted(...)` makes one."
-    if isinstance(got, (tuple, range)):
-        return f"you returned a {type(got).__name__}; return a list (`list(...)` makes one), expected {want}."
-    if type(got) is not list:
-        return (f"you returned {safe_repr(got)} (a `{type(got).__name__}`); return a plain `list` of ints, "
-                f"expected {want}.")
-    odd = next(i for i in got if type(i) is not int)
-    if isinstance(odd, torch.Tensor):
-        return ("your list holds tensors; return plain Python ints. `.tolist()` on the positions tensor gives "
-                "them.")
-    return (f"one item is {safe_repr(odd)}, a `{type(odd).__name__}`; every position should be a plain Python "
-            "`int` (`.tolist()` gives them; `int(i)` converts one).")
-
-
-LABELS_SECTION = ("08_field_guide", "Device-side asserts")
-NO_IGNORE_INDEX = misconceptions.define(
-    "08.no-ignore-index-parameter", "No `ignore_index` parameter",
-    "Believes every label outside `0 .. num_classes - 1` trips the loss, or that the skipped label is always -100; "
-    "the losses skip the labels equal to their `ignore_index` (-100 by default, settable), so the check needs it "
-    "as a parameter with that default.",
-    section=LABELS_SECTION,
-    question="A batch is padded with -1 and the loss is `nn.CrossEntropyLoss(ignore_index=-1)`. Which labels does "
-             "the loss skip, and what must `bad_labels` be told?")
-LABELS_CHANGED = misconceptions.define(
-    "08.labels-changed-in-place", "Changed the labels while checking them",
-    "Fixed or clamped the labels in place (`clamp_`, assignment) while looking for bad ones; a check only reads: "
-    "changing the labels hides the bad data instead of finding it.",
-    section=LABELS_SECTION,
-    question="Why is `labels.clamp_(0, num_classes - 1)` no fix for a label out of range?")
-IGNORE_INDEX_REPORTED = misconceptions.define(
-    "08.ignore-index-reported", "Reported the labels equal to `ignore_index`",
-    "Believes a label equal to `ignore_index` (-100 by default) trips the assert; `nn.CrossEntropyLoss` and "
-    "`nn.NLLLoss` skip those positions before the range check, on the CPU and on the GPU.",
-    section=LABELS_SECTION,
-    question="Does a label of -100 make `nn.CrossEntropyLoss()` raise on the CPU or trigger a device-side assert? "
-             "Why not?")
-LABEL_RANGE = misconceptions.define(
-    "08.wrong-label-range", "Wrong range of valid labels",
-    "Believes labels up to `num_classes` are valid, or forgets negative ones; valid labels run from 0 to "
-    "`num_classes - 1`, and any other value except `ignore_index` trips the loss.",
-    section=LABELS_SECTION,
-    question="A classifier has 5 classes. Which of the labels -1, 0, 4, 5 does the loss refuse?")
+NO_IGNORE_INDEX = misconceptions.code("08.no-ignore-index-parameter")
+LABELS_CHANGED = misconceptions.code("08.labels-changed-in-place")
+IGNORE_INDEX_REPORTED = misconceptions.code("08.ignore-index-reported")
+LABEL_RANGE = misconceptions.code("08.wrong-label-range")
 
 
 @grader("08.bad_labels", points=2, reference=bad_labels, title="Find the labels that would trip a device-side assert", hints=(
@@ -270,8 +153,8 @@ def _grade_bad_labels(fn: Callable) -> str:
         if not torch.equal(given, labels):
             raise Wrong(f"For {description} your function changed the labels it was given. Only read them.",
                         LABELS_CHANGED)
-        why = _not_a_plain_list(got, want)
-        if why is not None:
+        why = list_mistake(got, int, "positions", "`.tolist()` gives them as Python ints")
+        if why:
             raise Wrong(f"For {description} {why}", misconceptions.WRONG_TYPE)
         if got != want:
             values = [labels[i].item() for i in want]

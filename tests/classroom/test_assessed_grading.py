@@ -36,3 +36,15 @@ def test_files_an_answer_writes_by_a_relative_path_stay_out_of_the_graded_folder
     assert done.returncode == 0, done.stderr
     assert Rows.read(tmp_path / "grades.csv").full_marks("writer.ipynb")
     assert sorted(os.listdir(tmp_path)) == ["grades.csv", "writer.ipynb"]
+
+
+def test_an_answer_that_registers_a_kernel_below_python_is_tampering(tmp_path):
+    """``torch.library`` can replace an operator's kernel for a dispatch key (here ``aten::equal``, which checks
+    compare with): a wrong result would then compare equal. That is caught like a patched Python function."""
+    register = ("import torch\n_lib = torch.library.Library('aten', 'IMPL')\n"
+                "_lib.impl('equal', lambda a, b: True, 'CPU')\n")
+    write(tmp_path, {"kernel.ipynb": answers01(nbytes=register + "def nbytes(t):\n    return 0\n")})
+    rows = grade_in(tmp_path, "kernel.ipynb", *LIMITS).rows
+    assert sum(rows.points("kernel.ipynb").values()) == 0
+    said = rows.feedback("kernel.ipynb", "01.nbytes")
+    assert "PyTorch's kernels of aten::equal" in said and "changes" in said, said

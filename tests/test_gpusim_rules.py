@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_utils import devicerules
+from course_utils.gpusim import rules as devicerules
 
 #: Kernels the lessons and checks meet, with the names a CUDA build prints (read in PyTorch's error strings).
 KNOWN = {"mm": "wrapper_CUDA_mm", "addmm": "wrapper_CUDA_addmm", "addmm.out": "wrapper_CUDA_addmm_out_out",

@@ -14,7 +14,8 @@ import textwrap
 import pytest
 import torch
 
-from course_utils import devicerules, simdevice
+from course_utils.gpusim import backend as simdevice
+from course_utils.gpusim import rules as devicerules
 from course_utils.device import DEVICE_ENV, accelerator
 
 pytestmark = pytest.mark.skipif(not simdevice.available(), reason=f"PyTorch {torch.__version__} cannot register "
@@ -146,7 +147,7 @@ _PROBE = r"""
 import copy, io, json, sys, traceback
 import torch, torch.nn as nn, torch.nn.functional as F
 import course_utils as cu
-from course_utils import simdevice
+from course_utils.gpusim import backend as simdevice
 device = cu.setup()
 cases = json.loads(sys.stdin.read())
 out = {"device": str(device)}

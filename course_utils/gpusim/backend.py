@@ -5,7 +5,7 @@ On a machine without an accelerator, :func:`enable` registers it through PyTorch
 2.10; this module owns every use of that experimental API). Its tensors print, train, save and load as a GPU's do,
 ``.item()`` and ``.tolist()`` read them, ``.numpy()`` is refused as on CUDA, and an operation that mixes them with
 CPU tensors (or ``simgpu:0`` with ``simgpu:1``) raises what a CUDA build of the installed PyTorch raises for that
-operation (:mod:`course_utils.devicerules`), with ``simgpu:0`` where the GPU says ``cuda:0``.
+operation (:mod:`course_utils.gpusim.rules`), with ``simgpu:0`` where the GPU says ``cuda:0``.
 
 What it simulates: two devices (``simgpu:0`` and ``simgpu:1``), the values, the device rules and their errors,
 ``torch.accelerator``'s answers. What it does not: speed (its work is the CPU's, plus a little bookkeeping: the
@@ -32,8 +32,8 @@ from typing import Any, Iterator
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .device import SIMULATED
-from .devicerules import Refusal, elementwise_message, judge, op_key
+from ..device import SIMULATED
+from .rules import Refusal, elementwise_message, judge, op_key
 
 #: The device type's name: nobody mistakes it for hardware.
 NAME = SIMULATED
@@ -82,6 +82,12 @@ def is_simulated(device: Any) -> bool:
         return torch.device(device).type == NAME and is_enabled()
     except (RuntimeError, TypeError):
         return False
+
+
+def is_sim_tensor(value: Any) -> bool:
+    """Whether ``value`` is a tensor on the simulated GPU, of the class only the course makes (read with ``type()``,
+    which an object cannot fake)."""
+    return type(value) is SimTensor
 
 
 def host(value: Any) -> Any:
@@ -242,7 +248,7 @@ def _to_copy(source: torch.Tensor, **kwargs: Any) -> torch.Tensor:
 
 
 def _check(func: Any, args: tuple, kwargs: dict) -> None:
-    """Raise what CUDA raises for this mix of devices, if it does (:func:`course_utils.devicerules.judge`); an
+    """Raise what CUDA raises for this mix of devices, if it does (:func:`course_utils.gpusim.rules.judge`); an
     operation no rule knows is refused as TensorIterator refuses it."""
     try:
         refused = judge(func, args, kwargs, _on_device)

@@ -1,5 +1,5 @@
 """What a CUDA build of PyTorch does when one operation is handed tensors on different devices: the rules and the
-wordings that the course's simulated GPU (:mod:`course_utils.simdevice`) follows. Rules are data here; the machinery
+wordings that the course's simulated GPU (:mod:`course_utils.gpusim.backend`) follows. Rules are data here; the machinery
 that applies them lives there.
 
 Three kinds of CUDA kernels, as PyTorch's code generator makes them (``data/cuda_device_checks.json``, written by
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 import torch
 
-_DATA = Path(__file__).with_name("data") / "cuda_device_checks.json"
+_DATA = Path(__file__).resolve().parent.parent / "data" / "cuda_device_checks.json"
 
 #: Composite operations (no CUDA kernel of their own) and the checked call they make on a GPU: overload ->
 #: (that kernel, its arguments in the order checked). ``embedding`` is ``weight.index_select(0, indices)``,
