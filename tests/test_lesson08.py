@@ -553,8 +553,8 @@ def _cuda_library(*patterns):
 
 def test_cuda_check_messages_quoted_are_in_the_cuda_libraries():
     """The CUDA messages the appendix quotes are in this CUDA build's libraries: the parts every version
-    prints always, and the lines the appendix labels as one version's (2.14's, or the older wording of 2.7 and 2.8)
-    when this is that version."""
+    prints always, and the lines the appendix labels as one version's (2.14's, 2.10's, or the older wording of 2.7
+    and 2.8) when this is that version."""
     md = _markdown()
     c10_cuda = _cuda_library("libc10_cuda.so")
     every_version = [
@@ -562,8 +562,7 @@ def test_cuda_check_messages_quoted_are_in_the_cuda_libraries():
         "below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
         "CUDA out of memory. Tried to allocate ", " is reserved by PyTorch but unallocated.",
         " If reserved but unallocated memory is large try setting",
-        " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-        "Memory Management  (",
+        "True to avoid fragmentation.  See documentation for Memory Management  (",
         "Including non-PyTorch memory, this process", "The NVIDIA driver on your system is too old (found version ",
         "). Please update your GPU driver by downloading and installing a new version from the URL: "
         "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a "
@@ -573,7 +572,9 @@ def test_cuda_check_messages_quoted_are_in_the_cuda_libraries():
     as_in_2_14 = ["https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-"
                   "alloc-conf)", "GPU device may be out of range, do you have en",
                   "' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more informatio"]
-    labelled = {(2, 7): as_in_2_7_and_2_8, (2, 8): as_in_2_7_and_2_8, (2, 14): as_in_2_14}.get(VERSION, [])
+    as_in_2_10 = as_in_2_7_and_2_8 + as_in_2_14[2:]   # the older link and Compile line, and the Search line
+    labelled = {(2, 7): as_in_2_7_and_2_8, (2, 8): as_in_2_7_and_2_8, (2, 10): as_in_2_10,
+                (2, 14): as_in_2_14}.get(VERSION, [])
     for text in every_version + labelled:
         assert text.encode() in c10_cuda, text
         assert " ".join(text.split()) in " ".join(md.split()), text   # the markdown wraps lines

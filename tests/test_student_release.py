@@ -236,3 +236,15 @@ def test_the_command_line(tmp_path):
     again = subprocess.run([sys.executable, "-m", "course_utils", "release", "--out", str(tmp_path / "r")],
                            capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert again.returncode == 2 and "exists" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_the_students_command_line_has_the_learners_commands_only(installed):
+    import os
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = [sys.executable, "-m", "course_utils"]
+    listed = subprocess.run(run + ["list"], capture_output=True, text=True, cwd=installed.parent, timeout=120,
+                            env={**environ, "PYTHONPATH": str(installed)})
+    assert listed.returncode == 0 and "01.nbytes" in listed.stdout and "2 points" in listed.stdout, listed.stderr
+    grade = subprocess.run(run + ["grade", "x.ipynb"], capture_output=True, text=True, cwd=installed.parent,
+                           timeout=120, env={**environ, "PYTHONPATH": str(installed)})
+    assert grade.returncode == 2 and "invalid choice: 'grade'" in grade.stderr and "Traceback" not in grade.stderr
