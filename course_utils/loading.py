@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-#: The lessons' data files, ``NN.json``: ``{"quizzes": [...], "misconceptions": [...]}``.
+#: The lessons' data files, ``NN.json``: ``{"quizzes": [...], "misconceptions": [...], "order": [...]}`` (the order: the
+#: lesson's quizzes and exercises as the notebook meets them, for the progress table).
 LESSON_DATA = Path(__file__).resolve().parent / "data" / "lessons"
 
 _loader: Optional[Callable[[], object]] = None

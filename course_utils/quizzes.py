@@ -8,6 +8,7 @@ imported. The registry never imports a lesson: every read of it loads the lesson
 from __future__ import annotations
 
 import html
+import re
 import string
 from dataclasses import dataclass
 from typing import Any
@@ -68,17 +69,27 @@ class Outcome:
                    f"Not quite: you predicted “{self.quiz.options[self.chosen]}”. The answer is “{right}”.")
         return f"{verdict}\n{self.quiz.explanation}"
 
-    __str__ = text
-    __repr__ = text
+    __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
         if self.chosen is None:
             return f"<div>{html.escape(self.message)}</div>"
         colour = "#2e9d4f" if self.correct else "#d9480f"
         verdict, _, explanation = self.text().partition("\n")
-        return card(f"<b>{code_html(verdict)}</b>"            # in words; the card's edge repeats it in colour
-                    f"<div class='course-explanation' style='margin-top:4px'>{code_html(explanation)}</div>",
+        return card(f"<b>{rich_html(verdict)}</b>"            # in words; the card's edge repeats it in colour
+                    f"<div class='course-explanation' style='margin-top:4px'>{rich_html(explanation)}</div>",
                     colour, "course-quiz-outcome")
+
+
+#: Code (kept as it is), or *emphasis* / **strong**: next to a word, not inside one (`2**30` stays as it is)
+_EMPHASIS = re.compile(r"(<code>.*?</code>)|(?<![\w*])(\*\*?)(?=[^\s*])([^<]+?)(?<=[^\s*])\2(?![\w*])")
+
+
+def rich_html(text: str) -> str:
+    """A quiz's Markdown as HTML: :func:`~course_utils.text.code_html` (`backticks` as code), and *one* or **two**
+    asterisks outside code as emphasis. The plain text keeps the marks, which read as they are."""
+    return _EMPHASIS.sub(lambda m: m[1] or "<{0}>{1}</{0}>".format("strong" if len(m[2]) == 2 else "em", m[3]),
+                         code_html(text))
 
 
 _QUIZZES: dict[str, Quiz] = {}

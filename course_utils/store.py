@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from . import misconceptions
 from .exercises import exercise_ids
 from .files import atomic_open
+from .loading import lesson_data
 from .quizzes import quiz_ids
 from .results import PREDICTIONS_MIME
 from .syllabus import LESSONS
@@ -140,8 +141,7 @@ class Summary:
                       f"{h['section']})" for h in self.hits]
         return "\n".join(lines + [f"(stored in {self.path})"])
 
-    __str__ = text
-    __repr__ = text
+    __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -178,8 +178,9 @@ def summary(path: Path | None = None) -> Summary:
     data = load(path)
     rows = []
     for number, lesson in LESSONS.items():
-        quizzes = [q for q in quiz_ids() if q.startswith(number + ".")]
-        exercises = [e for e in exercise_ids() if e.startswith(number + ".")]
+        order = {item: i for i, item in enumerate(lesson_data(number).get("order", []))}   # as the notebook meets them
+        quizzes, exercises = ([i for i in sorted(ids, key=lambda i: (order.get(i, len(order)), i))
+                               if i.startswith(number + ".")] for ids in (quiz_ids(), exercise_ids()))
         answered = [a for q in quizzes if isinstance(a := data["quizzes"].get(q), dict)]
         done = {e: d if isinstance(d := data["exercises"].get(e), dict) else {} for e in exercises}
         rows.append(dict(
@@ -215,7 +216,8 @@ def _hits(data: dict[str, Any]) -> list[dict[str, Any]]:
             m = misconceptions.get(str(code))
             if m.section is None:
                 continue
-            hits.append(dict(code=m.code, name=m.name, exercise=ex_id, lesson=m.lesson, section=m.section[1],
+            # the lesson whose notebook holds the section (a mistake of lesson 06 may be taught in lesson 05)
+            hits.append(dict(code=m.code, name=m.name, exercise=ex_id, lesson=m.section[0][:2], section=m.section[1],
                              link=m.link(), cleared=bool(isinstance(hit, dict) and hit.get("cleared"))))
     return sorted(hits, key=lambda h: (h["cleared"], h["code"]))
 

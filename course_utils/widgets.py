@@ -12,9 +12,8 @@ from typing import Any
 
 from . import learner, modes
 from .exercises import get_exercise
-from .quizzes import get_quiz
+from .quizzes import get_quiz, rich_html
 from .results import Result
-from .text import code_html
 
 class _Display:
     """Shows a widget where widgets work, and ``text``/``html`` everywhere else."""
@@ -44,7 +43,7 @@ def quiz(quiz_id: str) -> _Display:
     letters = string.ascii_lowercase
     # Each radio button carries its whole option, so that its accessible name is the answer itself (a
     # radio button shows plain text: inline code loses its backticks).
-    question = w.HTML(value=f"<b>Predict:</b> {code_html(q.question)}")
+    question = w.HTML(value=f"<b>Predict:</b> {rich_html(q.question)}")
     choices = w.RadioButtons(options=[f"{letters[i]}) {o.replace('`', '')}" for i, o in enumerate(q.options)],
                              value=None, description="Your answer:", style={"description_width": "initial"},
                              layout=w.Layout(width="auto"))
@@ -105,7 +104,7 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
     def on_hint(_: Any) -> None:
         fitting = learner.hints(exercise_id)   # the first answers the mistake the last check named, if it can
         shown["hints"] = min(shown["hints"] + 1, len(fitting))
-        items = "".join(f"<li>{code_html(h)}</li>" for h in fitting[: shown["hints"]])
+        items = "".join(f"<li>{rich_html(h)}</li>" for h in fitting[: shown["hints"]])
         extra.value = _announced(f"<ol class='course-hints'>{items}</ol>")
 
     def on_solution(_: Any) -> None:

@@ -33,13 +33,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # With pytest-xdist's `--dist loadgroup` (README's test command), each file's tests run in one process, so a
-    # file's module-wide fixture (a graded class, a kernel) is made once; the browser tests share one JupyterLab.
-    for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            path = item.nodeid.split("::")[0]
-            group = "browser" if item.get_closest_marker("browser") or "browser/" in path else path
-            item.add_marker(pytest.mark.xdist_group(group))
     if accelerator() is not None:
         return
     skip = pytest.mark.skip(reason="needs an accelerator; torch.accelerator.is_available() is False here")

@@ -156,7 +156,7 @@ def test_index_select_says_which_index_moves_and_which_does_not():
     assert 'model.to("cuda:0")' in gpu_index.fix and "nn.Embedding" in gpu_index.fix
     assert "moves a CPU index for you" not in gpu_index.fix
     # the rule in the cause names its edge precisely: advanced indexing, not every use of an index
-    assert "a CPU index in `x[idx]`" in cpu_index.cause and "CPU index tensors)" not in cpu_index.cause
+    assert "`x[idx]` copies a CPU index for you" in cpu_index.cause and "CPU index tensors)" not in cpu_index.cause
 
 
 def test_the_misspelt_wording_is_read_like_the_others():
@@ -853,7 +853,7 @@ def test_the_rule_states_the_zero_dim_edges_exactly():
     the course's data of CUDA's checks (devicerules) agrees, run with meta as the GPU."""
     from course_utils.gpusim import rules
     rule = errors.tailors.SAME_DEVICE_RULE
-    assert "element-wise math" not in rule and "one 0-dim CPU tensor as an operand of a binary operation" in rule
+    assert "element-wise math" not in rule and "one 0-dim CPU tensor joins an element-wise operation of two" in rule
     assert all(s in rule for s in ("`torch.where`", "`torch.lerp`'s weight from 2.6", "`addcmul`", "`clamp(min=t)`"))
     assert family("devices").cause.endswith(rule)
     gpu, cpu0 = torch.ones(3, device="meta"), torch.tensor(2.0)
@@ -887,7 +887,55 @@ def test_two_gpus_get_advice_about_two_gpus():
         assert e.key == "devices" and set(e.devices) == {"cuda:0", "cuda:1"}, message
         assert "two GPUs" in e.cause and "CPU" not in e.cause, message
         assert "x.to(y.device)" in e.fix and "torch.cuda.set_device" in e.fix and "cpu" not in e.fix.lower(), message
+        # the two causes of two GPUs: plain "cuda" (the current GPU) and an attribute DataParallel does not copy
+        assert 'plain `"cuda"`, which means the current GPU' in e.cause and "`nn.DataParallel` does not copy" in e.cause
+        assert "model.to(device)" not in e.fix and "0-dim" not in e.cause, message
     assert explain_error(_MISMATCH).cause.count("two GPUs") == 0   # a GPU and the CPU: the usual advice
+
+
+def test_the_devices_cause_says_the_rule_plainly_before_its_edges():
+    """One or two plain sentences first, then the edges (lerp's weight, addcmul's last factor, clamp, addmm, a CPU
+    index), never a parenthesis before the point; a traceback without a layer leaves the model's sentence out."""
+    cause = family("devices").cause
+    plain, _, edges = cause.partition(" The few exceptions: ")
+    assert plain.count(". ") <= 2 and "(" not in plain and "0-dim" not in plain, plain
+    assert all(s in edges for s in ("`torch.lerp`'s weight", "`addcmul`'s last factor", "`clamp(min=t)`", "`addmm`",
+                                    "CPU index")), edges
+    bare = explain_error(traceback_of(_MISMATCH).replace("torch/nn/modules/module.py", "notebook.py"))
+    assert "The few exceptions" in bare.cause and "made inside `forward`" not in bare.cause
+
+
+def test_found_at_least_two_devices_names_the_gpu_first_not_the_order_met():
+    """TensorIterator names its common device (the first non-CPU one) first: `cpu_t + gpu_t` reads `cuda:0 and cpu`,
+    so the catalogue says so, and the explainer does not guess which tensor is odd."""
+    source = family("devices").wordings[0].source
+    assert "order met" not in source and "`cpu_t + gpu_t` reads `cuda:0 and cpu`" in source
+    e = explain_error("RuntimeError: " + family("devices").wordings[0].text)
+    assert e.cause.startswith("Your message names two devices, cuda:0 and cpu, but not which tensor is where.")
+
+
+def test_the_pin_wording_is_the_type_name_releases_print():
+    """Releases print the type's `toString()` ('CUDAFloatType', as 'MetaFloatType' on meta); the legacy
+    'torch.cuda.FloatTensor' form is marked as quoted online, not checked."""
+    current, older, meta = (w for w in family("pin").wordings)
+    assert current.text == "cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned"
+    assert "2.10" in current.versions and "toString()" in current.source
+    assert "torch.cuda.FloatTensor" in older.text and "quoted online" in older.versions
+    assert "not checked" in older.versions
+    error = raised(torch.ones(2, device="meta").pin_memory)
+    assert str(error) == meta.text and explain_error(error).key == "pin"
+
+
+def test_no_accelerator_says_only_is_available_is_safe_everywhere():
+    """`current_accelerator()` names the build's accelerator (`cuda` on a CUDA build without a GPU), so it is no
+    test; `memory_allocated()` and `empty_cache()` are said for the releases that have them (2.10 and newer)."""
+    fam = family("no-accelerator")
+    assert "safe everywhere (False, 0, None)" not in fam.fix and "device_count()" not in fam.fix
+    assert "`torch.accelerator.is_available()` is the question that is safe everywhere" in fam.fix
+    assert "`cuda` on a CUDA build without a GPU" in fam.fix
+    assert "in 2.10 and newer" in fam.wordings[0].versions
+    assert "memory calls read in 2.10, 2.13, 2.14" in fam.wordings[0].source
+    assert all(callable(getattr(torch.accelerator, name, None)) for name in ("memory_allocated", "empty_cache"))
 
 
 def test_sdpa_wording_names_the_odd_tensor_and_moves_it_to_the_gpu():

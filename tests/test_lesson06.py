@@ -146,6 +146,22 @@ def test_find_mismatches_feedback_names_the_case():
     assert "a buffer (`scale`) left on the CPU" in result.feedback and "'scale'" in result.feedback
 
 
+def drops_the_head(model, inputs, device):   # where the head is off the device: lists a body weight instead
+    want = cu.check.__globals__["get_exercise"]("06.find_mismatches").reference(model, inputs, device)
+    kept = [n for n in want if not n.startswith("head.")]
+    return sorted(kept + ["body.0.weight"]) if kept != want else want
+
+
+def test_find_mismatches_feedback_shows_the_names_missing_and_extra_not_two_cut_lists():
+    """Lists cut to their first names looked the same; the feedback names what differs, each list whole."""
+    result = cu.check("06.find_mismatches", drops_the_head)
+    assert not result.passed and "your list differs from the answer: it misses 'head.bias', 'head.weight'; " \
+        "it has extra 'body.0.weight'." in result.feedback, result.feedback
+    assert "..." not in result.feedback.splitlines()[0] and "the answer is [" not in result.feedback
+    result = cu.check("06.find_mismatches", unsorted)
+    assert "your list differs from the answer: the same names in another order." in result.feedback, result.feedback
+
+
 def is_on(x, wanted):  # lesson 05's reference: a target without an index matches any index
     actual, wanted = x.device, torch.device(wanted)
     return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)

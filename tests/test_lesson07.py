@@ -559,10 +559,9 @@ CAPSTONE = cu.check.__globals__["get_exercise"]("07.capstone").solution_source
 _ORDER_FIXED = '''        self.to(device)                                           # move the model first,
         optimizer = torch.optim.Adam(self.parameters(), lr=0.01)  # then build the optimizer
         optimizer.load_state_dict(checkpoint["optimizer"])        # (its state goes where the parameters are)'''
-#: How the check names the optimizer bug: from `optimizer.step()` on the lesson's GPU (real or simulated), which it
-#: runs first; from the parameters the optimizer holds on `meta` where no GPU runs it.
-OPTIMIZER_SAYS = ("Bug: the optimizer's state" if cu.accelerator() is not None
-                  else "Bug: the optimizer was built before the move")
+#: How the check names the optimizer bug: from `optimizer.step()`, on the lesson's GPU (real or simulated) and on
+#: `meta` where no GPU runs it (there `.to` keeps the Parameter objects too, as on a GPU).
+OPTIMIZER_SAYS = "Bug: the optimizer's state"
 #: One bug each, as the notebook's script plants it: (what the fixed line is, what the bug makes of it, the feedback,
 #: the misconception code).
 CAPSTONE_BUGS = {
@@ -650,13 +649,25 @@ def test_capstone_stub_has_each_bug_the_checks_name():
             fails_saying("07.capstone", _define(stub), next_says, code)
 
 
-def test_capstone_optimizer_built_before_the_move_is_named_even_when_its_state_loads_after():
-    """On a GPU the parameters survive `Module.to`, so this order trains; the check still asks for the documented
-    order (move, build, load), from the parameters the optimizer holds on `meta`."""
+def test_capstone_optimizer_built_before_the_move_with_its_state_loaded_after_gets_full_marks():
+    """On CUDA `Module.to` keeps the Parameter objects (lesson 03), so an optimizer built before the move trains the
+    moved parameters, and state loaded after the move lies where they are: that order is right, everything else
+    being right. Its state loaded before the move is still the bug, and so is an optimizer of other parameters."""
     built_first = capstone((_ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
         self.to(device)
         optimizer.load_state_dict(checkpoint["optimizer"])'''))
-    fails_saying("07.capstone", built_first, "Bug: the optimizer was built before the move", "07.optimizer-before-move")
+    result = passes("07.capstone", built_first)
+    assert result.points == result.max_points == 12 and "all six bugs" in result.feedback, result.feedback
+    assert not torch.__future__.get_swap_module_params_on_conversion()   # the check leaves PyTorch's setting be
+    with_a_bug = capstone((_ORDER_FIXED, '''        optimizer = torch.optim.Adam(self.parameters(), lr=0.01)
+        self.to(device)
+        optimizer.load_state_dict(checkpoint["optimizer"])'''), CAPSTONE_BUGS["loss weight on the CPU"][:2])
+    result = fails_saying("07.capstone", with_a_bug, "Bug: the loss weight", "07.loss-weight-on-cpu")
+    assert result.points == 10, (result.points, result.feedback)   # five of six fixed: the order counts as fixed
+    other = capstone((_ORDER_FIXED, '''        self.to(device)
+        optimizer = torch.optim.Adam(nn.Linear(8, 3).to(device).parameters(), lr=0.01)
+        optimizer.load_state_dict(checkpoint["optimizer"])'''))
+    fails_saying("07.capstone", other, "does not hold your model's parameters", "07.optimizer-before-move")
 
 
 _STUB_FIXES = [  # the notebook script's bugs in the order a GPU meets them, each with its fix
@@ -869,3 +880,26 @@ def test_capstone_first_hint_tells_only_a_stub_to_delete_the_raise_line(progress
     assert result.code == "07.batch-not-moved", result.feedback
     first = learner.hint("07.capstone", 1)
     assert "Delete" not in first and first == "Hint 1/3: " + written[0]
+
+
+def test_capstone_run_it_yourself_snippet_rebinds_no_name_a_later_cell_reads():
+    """The note's snippet runs in a cell of the learner's own after the capstone: a name it binds that a later cell
+    reads without binding (`batches` of section 5) would break Restart & Run All."""
+    import ast
+    import re
+
+    from nbtools import NOTEBOOK_DIR, load, source
+    cells = load(NOTEBOOK_DIR / "07_transfer_cost.ipynb")["cells"]
+    note = next(source(c) for c in cells if c["cell_type"] == "markdown" and "Run it yourself" in source(c))
+    snippet = re.search(r"```python\n(.*?)```", note, re.DOTALL)[1]
+    bound = {n.id for n in ast.walk(ast.parse(snippet)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assert "capstone_batches" in bound and "batches" not in bound
+    start = next(i for i, c in enumerate(cells) if c.get("metadata", {}).get("course", {}).get("exercise")
+                 == "07.capstone")
+    for cell in cells[start + 1:]:
+        if cell["cell_type"] != "code":
+            continue
+        names = list(ast.walk(ast.parse(source(cell))))
+        read = {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        read -= {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assert not read & bound, (read & bound, source(cell)[:200])

@@ -74,3 +74,31 @@ def test_concurrent_writers_lose_nothing(progress_file):
         p.join(60)
         assert p.exitcode == 0
     assert len(json.loads(progress_file.read_text())["quizzes"]) == 100
+
+
+def test_a_mistake_names_the_lesson_whose_notebook_teaches_it(progress_file):
+    """06.ignored-device-index is lesson 06's mistake, taught in lesson 05's section 2: the progress says lesson 05."""
+    store.record_result("06.find_mismatches", "failed", 0, 3, code="06.ignored-device-index")
+    hit = store.summary().hits[0]
+    assert (hit["code"], hit["lesson"], hit["section"]) == ("06.ignored-device-index", "05", "2. Comparing devices")
+    assert "(lesson 05, 2. Comparing devices)" in store.summary().text()
+    assert "lesson 05, 2. Comparing devices</a>" in store.summary()._repr_html_()
+    assert hit["link"].startswith("05_device_attribute.ipynb#")
+
+
+def test_progress_marks_follow_the_course_order(progress_file):
+    """Each lesson's quizzes and exercises in the order its notebook meets them (its data's ``order``), not by name."""
+    import re
+
+    from course_utils.loading import lesson_data
+    from course_utils.syllabus import LESSONS
+    from nbtools import NOTEBOOK_DIR, load, source
+    rows = store.summary().rows
+    for row, (number, lesson) in zip(rows, LESSONS.items(), strict=True):
+        calls = [m[1] for cell in load(NOTEBOOK_DIR / lesson.notebook)["cells"] if cell["cell_type"] == "code"
+                 for m in re.finditer(r"cu\.(?:quiz|exercise)\(\s*[\"'](\d\d\.[\w-]+)[\"']", source(cell))]
+        assert lesson_data(number)["order"] == list(dict.fromkeys(calls)), lesson.notebook
+        assert [i for i, _ in row["quiz_items"]] == [c for c in calls if c in dict(row["quiz_items"])]
+        assert [i for i, _ in row["exercise_items"]] == [c for c in calls if c in dict(row["exercise_items"])]
+    lesson_07 = [i for i, _ in rows[6]["exercise_items"]]
+    assert lesson_07 == ["07.transfer_time", "07.bandwidth_gbps", "07.sum_batches", "07.capstone"] != sorted(lesson_07)

@@ -108,7 +108,7 @@ def test_no_reference_no_last_hint_and_no_feedback_text_in_anything_students_get
     names = set(texts)
     assert not any("/classroom/" in n for n in names) and "course_utils/data/assessed-build.json" in names
     data = {n: json.loads(texts[n].encode("latin-1")) for n in names if n.startswith("course_utils/data/lessons/")}
-    assert len(data) == 8 and all(set(d) == {"quizzes"} for d in data.values())   # no misconception, no fix
+    assert len(data) == 8 and all(set(d) == {"quizzes", "order"} for d in data.values())   # no misconception, no fix
     assert sum(len(d["quizzes"]) for d in data.values()) == len(quizzes.quiz_ids())
 
 

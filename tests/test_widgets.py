@@ -161,3 +161,21 @@ def test_what_a_button_shows_is_announced_and_what_a_run_shows_is_not(with_widge
     find(box, ipywidgets.RadioButtons).index = 0
     find(box, ipywidgets.Button).click()
     assert feedback.value.startswith("<div role='alert'") and "Correct!" in feedback.value
+
+
+def test_quiz_markdown_is_rendered_in_html_and_kept_readable_in_plain_text(with_widgets, progress_file):
+    """Backticks and asterisks in a quiz's question and feedback show as code and emphasis in the widget, never as
+    raw marks; `2**30` (a power, not emphasis) and the plain text keep theirs."""
+    from course_utils.quizzes import get_quiz, grade_choice, rich_html
+    assert rich_html("*any* `a * b` **and device** 10**9 and 2**30, a * b") == (
+        "<em>any</em> <code>a * b</code> <strong>and device</strong> 10**9 and 2**30, a * b")
+    box = widgets.quiz("02.which_check").widget
+    question = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][0]
+    assert "<em>any</em>" in question.value and "*any*" not in question.value
+    quiz = get_quiz("01.zeros_like_device")
+    box = widgets.quiz(quiz.id).widget
+    find(box, ipywidgets.RadioButtons).index = quiz.answer
+    find(box, ipywidgets.Button).click()
+    feedback = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][-1].value
+    assert "<strong>and device</strong>" in feedback and "<code>*_like</code>" in feedback and "**" not in feedback
+    assert "dtype **and device**" in grade_choice(quiz, quiz.answer).text()   # plain text: the marks, readable

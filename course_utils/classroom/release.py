@@ -94,9 +94,11 @@ def lesson_module(number: str) -> str:
 
 
 def quizzes_only(number: str) -> bytes:
-    """The students' ``data/lessons/NN.json``: the lesson's quizzes, none of its misconceptions."""
-    quizzes = lesson_data(number)["quizzes"]
-    return (json.dumps({"quizzes": quizzes}, indent=1, ensure_ascii=False) + "\n").encode()
+    """The students' ``data/lessons/NN.json``: the lesson's quizzes and the order of its marks, none of its
+    misconceptions."""
+    data = lesson_data(number)
+    kept = {key: data[key] for key in ("quizzes", "order") if key in data}
+    return (json.dumps(kept, indent=1, ensure_ascii=False) + "\n").encode()
 
 
 def package_files(examples: bytes) -> dict[str, bytes]:

@@ -327,10 +327,10 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         (Wording("Cannot access accelerator device when none is available.",
                  "builds with no accelerator (CPU-only builds): `t.pin_memory()`, `untyped_storage().pin_memory()` and "
                  "the `torch.accelerator` calls that act on the current device (`current_device_index()`, "
-                 "`set_device_index()`, `synchronize()`, `current_stream()`, `memory_allocated()`, `empty_cache()`); "
-                 "never `.cuda()` or `device=\"cuda\"`; " + ALL_CHECKED,
+                 "`set_device_index()`, `synchronize()`, `current_stream()`; in 2.10 and newer, older not checked, "
+                 "also `memory_allocated()` and `empty_cache()`); never `.cuda()` or `device=\"cuda\"`; " + ALL_CHECKED,
                  "getAccelerator(checked=true), aten/src/ATen/DeviceAccelerator.cpp; real run of each call named "
-                 "(2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14"),
+                 "(2.13 CPU build); libtorch_cpu.so 2.7, 2.8, 2.14; the memory calls read in 2.10, 2.13, 2.14"),
          Wording("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory allocator is "
                  "available on this system.",
                  "CPU-only builds: a factory with `pin_memory=True` (`torch.empty`, `torch.zeros`, `torch.tensor`...); "
@@ -352,8 +352,9 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         "CPU-only build they say `Torch not compiled with CUDA enabled`.",
         "Pin and ask only where there is an accelerator: `if torch.accelerator.is_available(): x = x.pin_memory()`, "
         "and `pin_memory=torch.accelerator.is_available()` for a factory or a `DataLoader`. "
-        "`torch.accelerator.is_available()`, `device_count()` and `current_accelerator()` are safe everywhere "
-        "(False, 0, None). For a GPU, install a PyTorch build for it (Colab: Runtime -> Change runtime type)."),
+        "`torch.accelerator.is_available()` is the question that is safe everywhere: `current_accelerator()` names "
+        "the accelerator PyTorch was built for (`cuda` on a CUDA build without a GPU), and the calls on the current "
+        "device raise without one. For a GPU, install a PyTorch build for it (Colab: Runtime -> Change runtime type)."),
     Family(
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),
@@ -403,11 +404,14 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         "pin", "Pinning a tensor that is not on the CPU",
         (r"cannot pin '(?P<type>[\w.]+)' only dense CPU tensors can be pinned", r"only dense "
                                                                                 r"CPU tensors can be pinned"),
-        (Wording("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned",
-                 "CUDA; " + ALL_CHECKED + " (the type name as learner reports quote it)",
-                 "suffix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14"),
+        (Wording("cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned",
+                 "CUDA; 2.10, 2.13 and 2.14 (checked); the simulated GPU raises it too",
+                 "_pin_memory, aten/src/ATen/native/Memory.cpp: both halves in libtorch_cpu.so 2.10, 2.13, 2.14, the "
+                 "type between them as `toString()` gives it (a real run with meta: 'MetaFloatType')"),
+         Wording("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned", "earlier releases (quoted "
+                 "online, e.g. scverse/scvi-tools#1713, 2022; not checked)", "learner reports"),
          Wording("cannot pin 'MetaFloatType' only dense CPU tensors can be pinned", ALL_CHECKED,
-                 "real run (2.7, 2.13)")),
+                 "real run (2.7, 2.10, 2.13)")),
         "Pinned (page-locked) memory is CPU memory that a GPU can copy from directly. A tensor already on "
         "the GPU (or a sparse one) cannot be pinned; often `pin_memory=True` meets batches a `Dataset` "
         "already moved to the GPU.",
@@ -477,8 +481,5 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
 
 def family(key: str) -> Family:
     """The :class:`Family` with this key (``KeyError`` if there is none)."""
-    for f in FAMILIES:
-        if f.key == key:
-            return f
-    raise KeyError(key)
+    return {f.key: f for f in FAMILIES}[key]
 

@@ -69,10 +69,7 @@ class Explanation:
         return "\n".join([self.heading, f"  You got: {self.message}", f"Cause: {self.cause}", f"Fix: {self.fix}"]
                          + ([f"Learn more: {self.lesson}"] if self.lesson else []))
 
-    __str__ = text
-
-    def __repr__(self) -> str:
-        return self.text()
+    __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
         if not self.known:
@@ -265,21 +262,15 @@ def _explain(text: str) -> Explanation:
 
 
 def _last_line(text: str) -> str:
-    for line in reversed(text.strip().splitlines()):
-        if line.strip():
-            return _short(line.strip())
-    return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return shorten(lines[-1], 600) if lines else ""
 
 
 def _line_around(text: str, m: re.Match) -> str:
     start = text.rfind("\n", 0, m.start()) + 1
     end = text.find("\n", m.end())
-    line = text[start:end if end >= 0 else len(text)].strip()
-    return _short(line)
+    return shorten(text[start:end if end >= 0 else len(text)].strip(), 600)
 
-
-def _short(line: str, limit: int = 600) -> str:
-    return shorten(line, limit)
 
 def _explained(fam: Family, g: dict, line: str, text: str) -> Explanation:
     """The family's explanation of ``line``, fitted to the message by the family's tailor, if it has one."""

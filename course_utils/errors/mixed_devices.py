@@ -44,8 +44,8 @@ MIXED_DEVICES: tuple[Family, ...] = (
          r"Expected all tensors to be on the same device"),
         (Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
                  "element-wise operations on CUDA; " + ALL_CHECKED + ", and 1.x",
-                 "TensorIterator.cpp, prefix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14 (the two devices in the "
-                 "order met, not which tensor is odd)"),
+                 "TensorIterator.cpp, prefix verbatim in libtorch_cpu.so 2.7, 2.8, 2.14 (the first non-CPU device "
+                 "met, then the other: `cpu_t + gpu_t` reads `cuda:0 and cpu` too; not which tensor is odd)"),
          Wording("Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors "
                  "on cuda:0 (when checking argument in method wrapper_CUDA_addmm)",
                  "2.8 and newer, on CUDA (ops that check each argument: addmm, mm, index_select, nll_loss...)",

@@ -36,12 +36,14 @@ def not_none(groups: dict) -> bool:
     return groups.get("type") != "NoneType"
 
 
-#: The rule every device mismatch breaks (the first sentence of a mismatch's cause names the tensors).
-SAME_DEVICE_RULE = ("PyTorch runs each operation on one device and does not move tensors for you (apart from a "
-                    "few edges: one 0-dim CPU tensor as an operand of a binary operation like "
-                    "`x * torch.tensor(2.0)`, 0-dim CPU tensors in `torch.where`, `torch.lerp`'s weight from 2.6 and "
-                    "`addcmul`'s last factor, but not `clamp(min=t)` or `addmm`; a CPU index in `x[idx]`), so the "
-                    "model's parameters, the input and anything made inside `forward` must all be on one device.")
+#: The rule every device mismatch breaks: two plain sentences, then its edges (a mismatch's cause first names the
+#: tensors; without a model in sight it leaves the model's sentence out, between two GPUs the edges too).
+_RULE = "PyTorch runs each operation on one device and does not move tensors for you."
+_MODEL = " The model's parameters, the input and anything made inside `forward` must all be on one device."
+_EDGES = (" The few exceptions: one 0-dim CPU tensor joins an element-wise operation of two tensors like a number "
+          "(`x * torch.tensor(2.0)`), and so do 0-dim CPU tensors in `torch.where`, `torch.lerp`'s weight from 2.6 "
+          "and `addcmul`'s last factor, but not `clamp(min=t)` or `addmm`; `x[idx]` copies a CPU index for you.")
+SAME_DEVICE_RULE = _RULE + _MODEL + _EDGES
 
 GENERATOR_RULE = ("Usually `torch.set_default_device(\"cuda\")` is at work: a shuffling `DataLoader`'s sampler "
                   "then draws its permutation on the GPU with a CPU generator. Or a `torch.Generator()` made "
@@ -79,10 +81,10 @@ def tailor_devices(r: Reading) -> Reading:
         said, fix = _devices_detail(arg, r.op, a, b, _fix_in_sight(r), ordered)
         if ordered:
             a, b = b, a   # keep the message's order
-    rule = SAME_DEVICE_RULE.split(", so ")[0] + "." if _no_model_in_sight(r) else SAME_DEVICE_RULE
+    rule = _RULE + _EDGES if _no_model_in_sight(r) else SAME_DEVICE_RULE
     if _two_gpus(a, b):
         said, fix = _two_gpus_detail(arg, a, b)
-        rule = SAME_DEVICE_RULE.split(" (apart")[0] + "."
+        rule = _RULE
     return replace(r, arg=arg, a=a, b=b, fix=fix, cause=f"{said} {rule}" if said else r.cause)
 
 
@@ -95,14 +97,15 @@ def _two_gpus(a: str, b: str) -> bool:
 def _two_gpus_detail(arg: str, a: str, b: str) -> tuple[str, str]:
     """(what the message says, the fix) for tensors on two GPUs: the CPU advice would not help."""
     what = f"`{arg}` is on {a}, the other tensors on {b}" if arg else f"Your message names two GPUs, {a} and {b}"
-    said = (f"{what}: two GPUs of this machine, and one operation runs on one of them. Usually part of the work was "
-            "sent to a GPU by index (`\"cuda:1\"`) and the rest to plain `\"cuda\"`, which means the current GPU "
-            "(`torch.cuda.current_device()`, changed by `torch.cuda.set_device`), or a checkpoint saved on another GPU "
-            "was loaded without `map_location`.")
+    said = (f"{what}: one operation got tensors on two GPUs of this machine. Usually a tensor was made or moved "
+            "with plain `\"cuda\"`, which means the current GPU (`torch.cuda.current_device()`, changed by "
+            "`torch.cuda.set_device`), and the others are on another GPU; or a module keeps a tensor as a plain "
+            "attribute, which `nn.DataParallel` does not copy to each GPU (it copies parameters and buffers); or a "
+            "checkpoint saved on another GPU was loaded without `map_location`.")
     fix = ("Put the tensors of the failing line on one GPU: `x = x.to(y.device)` moves `x` to the GPU `y` is on "
-           "(`model.to(y.device)` for a model). Then name one device "
-           "once, `device = torch.device(\"cuda:0\")`, and use it everywhere (plain `\"cuda\"` follows "
-           "`torch.cuda.set_device`; `CUDA_VISIBLE_DEVICES` renumbers the GPUs). " + SEE_WHERE)
+           "(`model.to(y.device)` for a model). Then name one device once, `device = torch.device(\"cuda:0\")`, "
+           "and use it everywhere (plain `\"cuda\"` follows `torch.cuda.set_device`; `CUDA_VISIBLE_DEVICES` "
+           "renumbers the GPUs), and keep a module's tensors in buffers (`self.register_buffer(...)`). " + SEE_WHERE)
     return said, fix
 
 

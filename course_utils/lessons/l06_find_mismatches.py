@@ -145,16 +145,22 @@ def _grade_find_mismatches(fn: Callable) -> str:
             raise Wrong("Your function moved the model's tensors (a `model.to(...)` inside?). "
                         "Only look at where tensors are; leave them there.", MOVES_TO_CHECK)
         # compare plain values only: a list subclass (or str subclass) could define == to say anything
-        if type(got) is not list or any(type(name) is not str for name in got):
+        names = type(got) is list and all(type(name) is str for name in got)
+        if not names or got != expected:
             why, code = _diagnose(got, expected, model, inputs, device, tag)
-            raise Wrong(f"In the case of {description}, you returned {safe_repr(got, 200)}.\n" + why, code)
-        if got != expected:
-            why, code = _diagnose(got, expected, model, inputs, device, tag)
-            raise Wrong(f"In the case of {description}, the answer is {safe_repr(expected, 200)}, "
-                        f"you returned {safe_repr(got, 200)}.\n" + why, code)
+            said = f"your list differs from the answer: {_difference(got, expected)}" if names else \
+                f"you returned {safe_repr(got, 200)}"
+            raise Wrong(f"In the case of {description}, {said}.\n" + why, code)
     where = ", ".join(sorted({str(torch.device(c[3])) for c in cases if c[4] != "index"}))
     return (f"Right in {len(cases)} cases: parameters, buffers (persistent or not) and inputs, on {where}, "
             "the device given as a string or a torch.device, and a second GPU.")
+
+
+def _difference(got: list[str], expected: list[str]) -> str:
+    """How ``got`` differs from ``expected``: the names missing and the names extra, each list whole."""
+    return "; ".join(f"{label} {', '.join(safe_repr(n, 60) for n in sorted(names))}" for label, names in (
+        ("it misses", set(expected) - set(got)), ("it has extra", set(got) - set(expected))) if names) or (
+        "a name twice" if len(set(got)) != len(got) else "the same names in another order")
 
 
 def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, params: set[str],
@@ -231,8 +237,8 @@ def _missing_reasons(missing: set[str], model: nn.Module, inputs: dict, params: 
         names = ", ".join(f"`{n}`" for n in sorted(skipped))
         one = len(skipped) == 1
         reasons.append((f"You skipped {names}, {'a 0-dim tensor' if one else '0-dim tensors'} on the CPU. Section "
-                        "7's pass lets a 0-dim CPU tensor join an operation of two tensors on any device, but "
-                        f"{'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
+                        "7's pass lets a 0-dim CPU tensor join an element-wise operation of two tensors on any "
+                        f"device, but {'it is' if one else 'they are'} still not on {torch.device(device)}, and this "
                         "exercise lists every tensor that is not on `device` (operations such as `torch.addmm` "
                         "refuse such a tensor, and `model.to(device)` would move it). "
                         f"List {'it' if one else 'them'} too: leave out the 0-dim exception.", ZERO_DIM_EXEMPTED))

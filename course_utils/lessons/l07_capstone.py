@@ -102,8 +102,7 @@ class _Mixed(BaseException):
 class _Watch(transfer.count_copies):
     """Watches one ``fit``: where each CPU tensor came from (inputs, labels, a plain attribute, made in ``forward`` or
     ``fit``), the operations that mix one with the device's tensors as a GPU refuses (stopped at the first, as a GPU
-    stops), the values read back (``.item()``, and the copies back it counts), and the device types of the parameters
-    each optimizer is built with (``built_on``, by the optimizer's id)."""
+    stops), and the values read back (``.item()``, and the copies back it counts)."""
 
     def __init__(self, device: torch.device, batches: list, attributes: dict[int, str], repair: bool = False):
         super().__init__(device, meta_readback=True)
@@ -112,7 +111,6 @@ class _Watch(transfer.count_copies):
         self.labels: dict[int, set[str]] = {}
         self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
         self.items = 0
-        self.built_on: dict[int, set[str]] = {}
         for inputs, labels in batches:
             self._label(inputs, {"inputs"})
             self._label(labels, {"labels"})
@@ -123,19 +121,6 @@ class _Watch(transfer.count_copies):
     def reads(self) -> list[str]:
         """Each value read back from the device, by kind."""
         return [".item()"] * self.items + [".cpu()"] * self.device_to_host
-
-    def __enter__(self) -> "_Watch":
-        init = self._init = torch.optim.Optimizer.__init__
-
-        def noted(optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
-            init(optimizer, *args, **kwargs)
-            self.built_on[id(optimizer)] = {p.device.type for group in optimizer.param_groups for p in group["params"]}
-        torch.optim.Optimizer.__init__ = noted
-        return super().__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        torch.optim.Optimizer.__init__ = self._init
-        super().__exit__(*exc)
 
     def _label(self, t: Any, labels: set[str]) -> None:
         if type(t) is torch.Tensor:
@@ -261,7 +246,9 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     checkpoint = {"model": {k: v for k, v in checkpoint["model"].items() if k in keys},
                   "optimizer": checkpoint["optimizer"]}
     watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
-    context = f"{label} on {device}"
+    context, swap = f"{label} on {device}", torch.__future__.get_swap_module_params_on_conversion()
+    # `.to` keeps each Parameter object on `meta` too, as it does on a GPU: an optimizer built before the move trains
+    torch.__future__.set_swap_module_params_on_conversion(swap or device.type == "meta")
     try:
         with ModesKept(), watcher or contextlib.nullcontext():
             got = fit(batches, device, checkpoint)
@@ -278,6 +265,8 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
                         "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
                         SCRIPT_CHANGED) from None
         raise Crashed(e, context) from None
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(swap)
     if watcher is not None and watcher.mixes and not repair:
         message, code = _mix_feedback(*watcher.mixes[0], device)
         raise Wrong(f"With {context}: " + message, code)
@@ -294,40 +283,37 @@ def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch
     if not issubclass(type(optimizer), torch.optim.Optimizer):
         raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
                     "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
-    _check_optimizer(model, optimizer, watcher.built_on.get(id(optimizer), set()) if watcher else set(), device, label)
+    _check_optimizer(model, optimizer, device, label)
     _check_reads(watcher, device)
     total = _check_total(total, device, label)
     _check_no_plain_attribute(model)
     return total
 
 
-def _built_before_move(model: nn.Module, optimizer: torch.optim.Optimizer, built_on: set[str],
-                       device: torch.device) -> bool:
-    """Whether ``optimizer`` was built before the model moved to ``device``: with CPU parameters (``built_on``), or
-    holding others than the model's (`.to` to `meta` makes new ones). It trains on a GPU, which keeps parameters
-    through `.to`, but the documented order is move, build, load."""
+def _not_the_models(model: nn.Module, optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` holds other parameters than the model's. Built before the move it holds the model's:
+    `Module.to` keeps each Parameter object (on a GPU, and here on `meta`), and state loaded after the move lies
+    where they are, so that order trains as well as move, build, load (lesson 03)."""
     held = [p for group in optimizer.param_groups for p in group["params"]]
     params = list(model.parameters())
-    return ((device.type != "cpu" and "cpu" in built_on) or len(held) != len(params)
-            or any(not any(h is p for p in params) for h in held))
+    return len(held) != len(params) or any(not any(h is p for p in params) for h in held)
 
 
-def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, built_on: set[str], device: torch.device,
-                     label: str) -> None:
-    """The optimizer was built after the move, its state loaded from the checkpoint (not only this run's steps),
-    and that state lies on ``device``."""
+def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, label: str) -> None:
+    """The optimizer trains the model's parameters, its state was loaded from the checkpoint (not only this run's
+    steps), and that state lies on ``device``."""
     try:
         params, state = list(model.parameters()), optimizer.state
-        before = _built_before_move(model, optimizer, built_on, device)
+        before = _not_the_models(model, optimizer)
     except Exception:
         raise Wrong(f"With {label} on {device}, the optimizer you returned cannot be read (its `param_groups` "
                     "or `state`). Return the `torch.optim.Adam` that `fit` trained with.",
                     misconceptions.ODD_ANSWER) from None
     if before:
-        raise Wrong("Bug: the optimizer was built before the move: when `fit` built it, the model's parameters were "
-                    "still on the CPU. PyTorch's documentation asks for this order: move the model, then build the "
-                    "optimizer, then load its state. (`cu.show_devices(self, optimizer)` shows where both live.)",
-                    OPTIMIZER_BEFORE_MOVE)
+        raise Wrong("Bug: the optimizer does not hold your model's parameters, so its steps do not train the model "
+                    "`fit` returns. Build it from `self.parameters()` once the model is where it trains: move the "
+                    "model, then build the optimizer, then load its state. (`cu.show_devices(self, optimizer)` shows "
+                    "where both live.)", OPTIMIZER_BEFORE_MOVE)
     moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
                if is_tensor(t) and n != "step"]
     if not moments:
@@ -499,7 +485,7 @@ def _bugs_left(cls: type) -> set[str]:
         batches, saved = _fresh(2, checkpoint)
         batches = [(inputs.to(dev), labels.to(dev)) for inputs, labels in batches]
         model, (optimizer, _), watcher = _run_fit(cls, dev, batches, saved, label, watch=True, repair=True)
-        stale = _built_before_move(model, optimizer, watcher.built_on.get(id(optimizer), set()), dev) or any(
+        stale = _not_the_models(model, optimizer) or any(
             t.device.type != dev.type for p in model.parameters() for t in (optimizer.state.get(p) or {}).values()
             if is_tensor(t) and t.dim())
     except (Exception, TimeLimit):   # a crash, a stub, changed arithmetic, out of time: no part to mark
@@ -524,7 +510,7 @@ def _capstone_verdict(cls: type) -> str:
     total = _check_fit(model, got, None, cpu, label)
     _check_capstone_values(model, total, *_reference(cpu, 1, checkpoint), cpu)
     return (f"Right: all six bugs fixed. On {cpu} and {dev}, `fit` moves each batch, keeps every tensor it makes on "
-            "the device, holds `mean` as a buffer, builds and loads the optimizer after the move, and reads nothing "
+            "the device, holds `mean` as a buffer, loads the optimizer's state after the move, and reads nothing "
             "back while it trains; the weights and the total loss match the reference's.")
 
 
