@@ -56,7 +56,8 @@ def test_no_solution_and_not_the_last_hint(assessed, progress_file):
     ex = get_exercise("01.nbytes")
     assert learner.solution("01.nbytes", force=True) == modes.WITHHELD
     assert ex.solution_source not in learner.solution("01.nbytes", force=True)
-    assert learner.hints("01.nbytes") == ex.hints[:-1] and len(ex.hints) > 1
+    # code="": as for a learner whose checks named no mistake (another test in this process may have named one)
+    assert learner.hints("01.nbytes", code="") == ex.hints[:-1] and len(ex.hints) > 1
     assert "Hint 2/2" in cu.hint("01.nbytes", 9)
 
 

@@ -35,11 +35,18 @@ def installed(built, tmp_path_factory) -> Path:
     return target
 
 
+#: Run first in every students' process: an editable install of the full package (this checkout, as the README's
+#: set-up makes it) puts a finder on ``sys.meta_path`` that would answer for its modules the students' package
+#: lacks (``course_utils.classroom``); a student's machine has no such finder.
+ALONE = ("import sys\nsys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in "
+         "getattr(f, '__module__', '')]\n")
+
+
 def _student(site: Path, script: str, stdin: str = "", **env: str) -> dict:
     """Run ``script`` with the students' installation first on the path; its last line of output is JSON."""
     import os
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", modes.MODE_ENV)}
-    done = subprocess.run([sys.executable, "-c", script], input=stdin, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", ALONE + script], input=stdin, capture_output=True, text=True,
                           cwd=site.parent, env={**environ, "PYTHONPATH": str(site), **env}, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -241,7 +248,8 @@ def test_the_command_line(tmp_path):
 def test_the_students_command_line_has_the_learners_commands_only(installed):
     import os
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = [sys.executable, "-m", "course_utils"]
+    run = [sys.executable, "-c", ALONE + "import runpy\nsys.argv[0] = 'course_utils'\n"
+                                         "runpy.run_module('course_utils', run_name='__main__', alter_sys=True)"]
     listed = subprocess.run(run + ["list"], capture_output=True, text=True, cwd=installed.parent, timeout=120,
                             env={**environ, "PYTHONPATH": str(installed)})
     assert listed.returncode == 0 and "01.nbytes" in listed.stdout and "2 points" in listed.stdout, listed.stderr
