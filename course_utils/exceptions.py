@@ -4,8 +4,8 @@
 script) can tell it from a bug; the message always says what was wrong and what to do, and the command line prints
 it and exits with status 2. :class:`GraderLimit` is the grader's own limit, told to the learner as such.
 
-The outcomes of checking an answer (:mod:`course_utils.grading`: ``Wrong``, ``NotAttempted``, ``Crashed``,
-``TimeLimit``) are not errors and are not in this family.
+The outcomes of checking an answer (``Wrong``, ``NotAttempted``, ``Crashed``, ``TimeLimit``) are here too, at the
+end: they are not errors of the course, but how a check tells what learner code did (:mod:`course_utils.grading`).
 """
 from __future__ import annotations
 
@@ -37,13 +37,43 @@ class ReportError(CourseError):
     """Bad input to ``report``: the message says what and where; the command exits with status 2."""
 
 
+class ReleaseError(CourseError):
+    """A student release that cannot be written as asked (:mod:`course_utils.classroom.release`)."""
+
+
 class GraderLimit(Exception):
     """The grader itself could not go on (out of memory while verifying): not the learner's fault."""
 
 
+# --- the outcomes of checking an answer ---------------------------------------------------------------------
+
+class Wrong(Exception):
+    """The answer ran but gave a wrong result: ``message`` is the feedback, ``code`` the mistake it names (a code
+    from :mod:`course_utils.misconceptions`, defined beside the check that raises it), ``earned`` the points the
+    answer still earns (part marks, for an exercise of independent parts such as the capstone's bugs)."""
+
+    def __init__(self, message: str, code: str, earned: int = 0):
+        super().__init__(message)
+        self.code = code
+        self.earned = earned
+
+
+class NotAttempted(Exception):
+    """The answer is still the stub (it raises ``NotImplementedError`` or is missing)."""
+
+
+class Crashed(Exception):
+    """The learner's code raised; ``error`` is the exception, ``context`` says on what input."""
+
+    def __init__(self, error: BaseException, context: str):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+        self.context = context
+
+
+class TimeLimit(BaseException):
+    """Raised inside learner code when a check runs past its time limit."""
+
+
 __all__ = ["CourseError", "UnknownId", "UsageError", "InvalidSubmission", "NotANotebook", "ReportError", "ReleaseError",
-           "GraderLimit"]
-
-
-class ReleaseError(CourseError):
-    """A student release that cannot be written as asked (:mod:`course_utils.classroom.release`)."""
+           "GraderLimit", "Wrong", "NotAttempted", "Crashed", "TimeLimit"]

@@ -24,31 +24,8 @@ from . import device as _device
 from . import gpusim, misconceptions
 from .gpusim import (CPU_ONLY_BUILD, NO_GPU_CUDA_BUILD, OTHER_ACCELERATOR, Machine,  # noqa: F401  (the lessons'
                      Patched, simulated_accelerator, simulated_no_accelerator)  # simulated machines, named here)
+from .exceptions import Crashed, NotAttempted, TimeLimit, Wrong  # noqa: F401  (the checks' outcomes)
 from .text import shorten
-
-
-class Wrong(Exception):
-    """The answer ran but gave a wrong result: ``message`` is the feedback, ``code`` the mistake it names (a code
-    from :mod:`course_utils.misconceptions`, defined beside the check that raises it), ``earned`` the points the
-    answer still earns (part marks, for an exercise of independent parts such as the capstone's bugs)."""
-
-    def __init__(self, message: str, code: str, earned: int = 0):
-        super().__init__(message)
-        self.code = code
-        self.earned = earned
-
-
-class NotAttempted(Exception):
-    """The answer is still the stub (it raises ``NotImplementedError`` or is missing)."""
-
-
-class Crashed(Exception):
-    """The learner's code raised; ``error`` is the exception, ``context`` says on what input."""
-
-    def __init__(self, error: BaseException, context: str):
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
-        self.context = context
 
 
 def safe_repr(obj: Any, limit: int = 80) -> str:
@@ -406,10 +383,6 @@ def sample_tensors(seed: int, count: int = 12, devices: list[torch.device] | Non
     # always include the cases learners most often get wrong
     yield random_tensor((), torch.float64, gen)
     yield random_tensor((0, 3), torch.int16, gen)
-
-
-class TimeLimit(BaseException):
-    """Raised inside learner code when a check runs past its time limit."""
 
 
 class CallsNoted(Patched):
