@@ -94,3 +94,14 @@ def test_the_readmes_container_command_uses_options_jupyterlab_has():
     helped = subprocess.run([sys.executable, "-m", "jupyterlab", "--help-all"], capture_output=True, text=True,
                             timeout=120).stdout
     assert options and all(re.search(rf"^{re.escape(o)}[=\s]", helped, re.M) for o in options), options
+
+
+def test_the_readme_says_to_take_the_cpu_build_before_the_line_that_installs_pytorch():
+    """A literal reader runs the set-up block top to bottom: the CPU-build step must come before
+    `pip install -r requirements.txt` (pip would otherwise fetch the several-GB CUDA build first)."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Set up and start (your own machine)")[1].split("```bash")[1].split("```")[0]
+    cpu = block.index("download.pytorch.org/whl/cpu torch")
+    assert cpu < block.index("pip install -r requirements.txt") and "only on Linux without an NVIDIA GPU" in block
+    no_gpu = readme.split("## No GPU?")[1].split("\n## ")[0]
+    assert no_gpu.index("simulated GPU") < no_gpu.index("### For teachers") < no_gpu.index("COURSE_DEVICE=simgpu")
