@@ -41,7 +41,7 @@ _SHOW_ALL = ("Verbose", "Minimal")   # %xmode modes in which the traceback is le
 _CAUGHT = (Exception,)   # what the traceback handler sees: it shortens only the errors the course knows
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 _TORCH_MACHINERY = ("overrides.py", "library.py")   # public modules of PyTorch that only pass calls on
-#: The course's own stand-ins for a GPU, whose frames a trimmed traceback hides as PyTorch's machinery.
+#: The course's simulated GPU (its modules), whose frames a trimmed traceback hides as PyTorch's machinery.
 _STANDINS = {os.path.splitext(path)[0]: "the course's simulated GPU"
              for path in (gpusim.__file__, gpusim.backend.__file__, gpusim.rules.__file__, gpusim.machines.__file__)}
 
@@ -184,7 +184,7 @@ def _loads(node: ast.AST) -> list[str]:
 # --- the traceback --------------------------------------------------------------------------------
 
 def is_machinery(frame: types.FrameType) -> bool:
-    """Whether a frame is PyTorch's machinery or the course's stand-in GPU, not code a learner wrote or calls.
+    """Whether a frame is PyTorch's machinery or the course's simulated GPU, not code a learner wrote or calls.
 
     PyTorch's machinery: its private modules (``torch/_prims``, ``torch/_refs``, ``torch/_decomp``,
     ``torch/_subclasses``, ``torch/utils/_python_dispatch.py``...), private functions of its public modules
@@ -222,8 +222,8 @@ def without_machinery(tb: Optional[types.TracebackType]) -> tuple[Optional[types
 
 
 def _hands_on(tb: types.TracebackType) -> bool:
-    """A PyTorch function that hands the call to a torch-function mode (``handle_torch_function``, as the
-    course's stand-in GPU makes ``F.cross_entropy`` do): the same function comes again below it."""
+    """A PyTorch function that hands the call to a torch-function mode or a tensor subclass
+    (``handle_torch_function``, as ``F.cross_entropy`` does then): the same function comes again below it."""
     callee = tb.tb_next.tb_frame.f_code.co_filename if tb.tb_next is not None else ""
     return tb.tb_frame.f_code.co_filename.startswith(_TORCH) and callee == _TORCH + "overrides.py"
 

@@ -102,7 +102,7 @@ def seconds_per_call(fn: Callable[[], Any], device: torch.device | str | None = 
 
     The median of :func:`course_utils.timing.time_it`: warmed up, repeated in blocks of calls, the
     device synchronised before the clock starts and before it stops (so queued, asynchronous work is
-    counted, not just its launch), on the CPU threads PyTorch is set to use, with the stand-in GPU paused.
+    counted, not just its launch), on the CPU threads PyTorch is set to use.
 
     Args:
         fn: the work, without arguments.
