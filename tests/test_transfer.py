@@ -52,8 +52,10 @@ def test_sweep_sizes_stop_at_the_cap_and_the_largest_size():
 # --- timing -----------------------------------------------------------------------------------
 
 def test_seconds_per_call_measures_the_work():
+    """Each call sleeps 2 ms: the median per call cannot be less (no upper bound: a busy machine, or the suite's own
+    parallel workers, may stretch a sleep; tests never assert how fast something is)."""
     seconds = transfer.seconds_per_call(lambda: time.sleep(0.002), min_time=0.02)
-    assert 0.0019 < seconds < 0.05
+    assert seconds >= 0.0019
 
 
 def test_seconds_per_call_warms_up_and_synchronises(monkeypatch):
