@@ -14,6 +14,7 @@ full checks run at grading.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dis
 import functools
 import inspect
@@ -89,7 +90,7 @@ def portable(value: Any, device: torch.device) -> Any:
         _NotPlain: for anything an example cannot keep.
     """
     if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor and value.device.type == "cpu" or value.device.type == "meta":
+        if (type(value) is not torch.Tensor and value.device.type == "cpu") or value.device.type == "meta":
             raise _NotPlain(type(value).__name__)
         if value.device.type == "cpu":
             return value.detach().clone()
@@ -120,13 +121,8 @@ def _module_on_cpu(module: torch.nn.Module, device: torch.device) -> Any:
     on_device = [name for name, t in module.state_dict().items() if t.device.type == device.type]
     if any(t.device.type not in ("cpu", device.type) for t in module.state_dict().values()):
         raise _NotPlain("a layer on another device")
-    copy = torch.nn.Module.to(_deepcopy(module), "cpu")
-    return ("__module__", copy, tuple(on_device))
-
-
-def _deepcopy(value: Any) -> Any:
-    import copy
-    return copy.deepcopy(value)
+    on_cpu = torch.nn.Module.to(copy.deepcopy(module), "cpu")
+    return ("__module__", on_cpu, tuple(on_device))
 
 
 def local(value: Any, device: torch.device) -> Any:
@@ -139,7 +135,7 @@ def local(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, tuple) and len(value) == 3 and value[0] == "__module__":
-        module = _deepcopy(value[1])
+        module = copy.deepcopy(value[1])
         for name in value[2]:
             owner, _, leaf = name.rpartition(".")
             holder = module.get_submodule(owner) if owner else module
