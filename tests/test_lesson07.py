@@ -743,6 +743,71 @@ def test_capstone_script_shows_each_bug_on_the_simulated_gpu_and_the_check_names
     assert "Bug: the optimizer's state" in checks[4][1], checks[4][1]
 
 
+#: Lines put at the top of `fit` that skip its work where a device bug would show.
+_SKIPS = {
+    "off the CPU": 'device.type != "cpu"',
+    "on meta": 'device.type == "meta"',
+    "under the check's dispatch mode": "torch.utils._python_dispatch._get_current_dispatch_mode() is not None",
+    "under any mode": "torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack()",
+}
+_SKIP_LINES = ("        if {}:\n            optimizer = torch.optim.Adam(self.parameters(), lr=0.01)\n"
+               "            return optimizer, torch.zeros((), device=device)\n")
+
+
+def _skipping(script: str, condition: str) -> str:
+    head, sep, rest = script.partition("    def fit(self, batches, device, checkpoint):\n")
+    assert sep, script
+    return head + sep + _SKIP_LINES.format(condition) + rest
+
+
+@pytest.mark.parametrize("skip", list(_SKIPS))
+def test_capstone_gives_no_marks_for_a_fit_that_skips_its_work_where_bugs_show(skip):
+    """The handed-out script, its `raise` deleted, with lines that skip training off the CPU (or on `meta`, or under
+    the check's watch): no part marks, and the feedback says fit did not train; the same lines above the reference:
+    no marks either. Part marks count only from runs that did the script's work: a loss and an optimizer step per
+    batch, parameters changed."""
+    stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    for script in (stub, CAPSTONE):
+        result = fails_saying("07.capstone", _define(_skipping(script, _SKIPS[skip])), "did not do the training",
+                              "07.fit-skips-training")
+        assert result.points == 0, (result.points, result.feedback)
+
+
+#: The reference's fit where the test runner checks (the CPU and `meta`), the handed-out script's on a GPU.
+_TWO_FACED = r"""
+import json, sys, torch, torch.nn.functional as F
+from torch import nn
+import course_utils as cu
+device = cu.setup()
+reference, stub = json.load(sys.stdin)
+namespace = {"torch": torch, "nn": nn, "F": F}
+exec(reference.replace("class Classifier(", "class Reference("), namespace)
+exec(stub.replace("class Classifier(", "class Buggy("), namespace)
+class Classifier(namespace["Buggy"]):
+    def fit(self, batches, device, checkpoint):
+        chosen = namespace["Reference"] if device.type in ("cpu", "meta") else namespace["Buggy"]
+        return chosen.fit(self, batches, device, checkpoint)
+result = cu.check("07.capstone", Classifier)
+print(json.dumps([str(device), result.points, result.code, result.feedback]))
+"""
+
+
+@pytest.mark.skipif(not simdevice.available(), reason="the simulated GPU needs PyTorch 2.10+")
+@pytest.mark.parametrize("mode", ["", "assessed"])
+def test_capstone_part_marks_come_from_the_runs_on_the_learners_gpu(mode):
+    """A fit that runs the reference on the CPU and `meta` and the handed-out script on a GPU: on the simulated GPU
+    (where a CPU-only learner's Check and `grade` run) it is the handed-out script, six bugs left: no marks."""
+    stub = "\n".join(line for line in _notebook_stub().splitlines() if line.strip() != "raise NotImplementedError")
+    done = subprocess.run([sys.executable, "-c", _TWO_FACED], input=json.dumps([CAPSTONE, stub]),
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COURSE_DEVICE": "simgpu", "COURSE_MODE": mode})
+    assert done.returncode == 0, done.stderr[-3000:]
+    device, points, code, feedback = json.loads(done.stdout.splitlines()[-1])
+    assert device == "simgpu:0" and "simgpu:0" in feedback, feedback
+    assert points == 0 and code == "07.batch-not-moved", (points, feedback)
+    assert ("Bugs left: 6 of 6." in feedback) == (mode == "assessed"), feedback
+
+
 @pytest.mark.parametrize("edits", [
     [("inputs, labels = inputs.to(device), labels.to(device)",
       "inputs, labels = inputs.to(device, non_blocking=True), labels.to(device, non_blocking=True)")],

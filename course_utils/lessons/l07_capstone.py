@@ -7,10 +7,11 @@ import contextlib
 import copy
 import os
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map_only
 
@@ -67,9 +68,11 @@ TOTAL_READ_BACK = misconceptions.code("07.total-read-back")
 TOTAL_KEEPS_GRAPH = misconceptions.code("07.total-keeps-graph")
 CHANGED_ARITHMETIC = misconceptions.code("07.changed-the-arithmetic")
 SCRIPT_CHANGED = misconceptions.code("07.script-structure-changed")
+UNTRAINED = misconceptions.code("07.fit-skips-training")
 
 
 _CAPSTONE_STEPS = 4
+_LOSS_KERNELS = frozenset({"nll_loss_forward", "nll_loss2d_forward"})   # what `F.cross_entropy` computes the loss with
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OPTIM_DIR = os.path.dirname(torch.optim.__file__) + os.sep
 _COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -110,7 +113,7 @@ class _Watch(transfer.count_copies):
         self.mixes: list[tuple[str, set[str], bool]] = []
         self.labels: dict[int, set[str]] = {}
         self._kept: list[torch.Tensor] = []              # keeps the ids above from being reused
-        self.items = 0
+        self.items = self.losses = 0
         for inputs, labels in batches:
             self._label(inputs, {"inputs"})
             self._label(labels, {"labels"})
@@ -130,7 +133,11 @@ class _Watch(transfer.count_copies):
     @staticmethod
     def _where() -> tuple[str, bool]:
         """("forward" or "fit", whether the optimizer's code runs), from the learner's frames on the stack."""
-        frame, place, optimizer = sys._getframe(2), "fit", False
+        place, optimizer = "fit", False
+        try:
+            frame = sys._getframe(2)
+        except ValueError:   # a backward pass on the autograd engine's thread of the device: no learner frames
+            return place, optimizer
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith(_OPTIM_DIR):
@@ -159,6 +166,7 @@ class _Watch(transfer.count_copies):
                 moved = {id(t): t.to(self.device) for t in culprits}
                 args, kwargs = tree_map_only(torch.Tensor, lambda a: moved.get(id(a), a), (args, kwargs))
                 tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        self.losses += name in _LOSS_KERNELS
         if name == "_local_scalar_dense" and on_device:
             self.items += 1
             if self.device.type == "meta":       # no data: go on with a zero, only the count matters
@@ -222,10 +230,19 @@ def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.d
             MADE_IN_FIT)
 
 
+class _Run(NamedTuple):
+    """One run of the learner's ``fit``: the model, what ``fit`` returned (None where it stopped at a mix), the watch,
+    and the optimizer steps it took on the model's own parameters right after a backward pass."""
+    model: nn.Module
+    got: Any
+    watcher: _Watch | None
+    steps: int
+
+
 def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, label: str,
-             watch: bool, repair: bool = False) -> tuple[nn.Module, Any, _Watch | None]:
-    """Build the learner's model on the CPU, run its ``fit`` on ``device``; the model, what fit returned, the watch
-    (``repair``: one that goes on past each mix, for :func:`_bugs_left`)."""
+             watch: bool, repair: bool = False) -> _Run:
+    """Build the learner's model on the CPU and run its ``fit`` on ``device`` (``repair``: a watch that goes on past
+    each mix, the CPU tensors moved, to meet every bug; where the run then fails, it stops at the mixes met)."""
     model = call(cls, context="Classifier()")
     if not issubclass(type(model), nn.Module) or "_parameters" not in vars(model):
         raise Wrong(f"`Classifier()` gave {safe_repr(model)}, not a working nn.Module. Keep "
@@ -247,8 +264,15 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
                   "optimizer": checkpoint["optimizer"]}
     watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
     context, swap = f"{label} on {device}", torch.__future__.get_swap_module_params_on_conversion()
+    steps = []
+
+    def count_step(optimizer: Any, *_: Any) -> None:   # a step of the model's own parameters, each with a gradient
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        mine = list(model.parameters())
+        steps.append(len(held) == len(mine) and all(h is p and p.grad is not None for h, p in zip(held, mine)))
     # `.to` keeps each Parameter object on `meta` too, as it does on a GPU: an optimizer built before the move trains
     torch.__future__.set_swap_module_params_on_conversion(swap or device.type == "meta")
+    hook = register_optimizer_step_post_hook(count_step)
     try:
         with ModesKept(), watcher or contextlib.nullcontext():
             got = fit(batches, device, checkpoint)
@@ -260,22 +284,53 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
         raise
     except BaseException as e:
         text = text_of(e)
-        if isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
+        if watcher is not None and watcher.mixes:   # failed past a mix it went on from: the mixes met say it
+            watcher.repair, got = False, None
+        elif isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
             raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
                         "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
                         SCRIPT_CHANGED) from None
-        raise Crashed(e, context) from None
+        else:
+            raise Crashed(e, context) from None
     finally:
+        hook.remove()
         torch.__future__.set_swap_module_params_on_conversion(swap)
-    if watcher is not None and watcher.mixes and not repair:
-        message, code = _mix_feedback(*watcher.mixes[0], device)
-        raise Wrong(f"With {context}: " + message, code)
-    return model, got, watcher
+    return _Run(model, got, watcher, sum(steps))
 
 
-def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch.device, label: str) -> torch.Tensor:
-    """Everything about one run but the values: what fit returned, the optimizer, reads, the total (returned),
-    plain attributes."""
+def _named_mix(run: _Run, device: torch.device, label: str) -> None:
+    """The first operation of ``run`` that mixed the CPU with ``device``, named as the bug a GPU stops at."""
+    if run.watcher is not None and run.watcher.mixes:
+        message, code = _mix_feedback(*run.watcher.mixes[0], device)
+        raise Wrong(f"With {label} on {device}: " + message, code)
+
+
+def _trained(run: _Run, device: torch.device, checkpoint: dict) -> bool:
+    """Whether ``run`` did the script's work: an optimizer step of the model's parameters and a loss (where watched)
+    per batch, and, where the device holds values, parameters that changed from the checkpoint's."""
+    if run.steps != _CAPSTONE_STEPS or (run.watcher is not None and run.watcher.losses < _CAPSTONE_STEPS):
+        return False
+    if device.type == "meta":
+        return True
+    try:
+        start = checkpoint["model"]["layer.weight"]
+        return not torch.equal(run.model.layer.weight.detach().cpu(), start)
+    except Exception:
+        return False
+
+
+def _check_trained(run: _Run, device: torch.device, checkpoint: dict, label: str) -> None:
+    if not _trained(run, device, checkpoint):
+        raise Wrong(f"With {label} on {device}, `fit` did not do the training: it should compute a loss and take an "
+                    f"optimizer step for each of the {_CAPSTONE_STEPS} batches, on whatever device it is given. Keep "
+                    "the script's loop and fix where its tensors live; no branch may skip the work on a device.",
+                    UNTRAINED)
+
+
+def _check_fit(run: _Run, device: torch.device, checkpoint: dict, label: str) -> torch.Tensor:
+    """Everything about one run but the values: what fit returned, the optimizer, the work done, reads, the total
+    (returned), plain attributes."""
+    model, got = run.model, run.got
     if type(got) not in (tuple, list) or len(got) != 2:
         raise Wrong(f"With {label} on {device}, `fit` returned {safe_repr(got)}; return two things: "
                     "`return optimizer, total`.", misconceptions.WRONG_TYPE)
@@ -283,8 +338,14 @@ def _check_fit(model: nn.Module, got: Any, watcher: _Watch | None, device: torch
     if not issubclass(type(optimizer), torch.optim.Optimizer):
         raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
                     "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
+    try:
+        theirs = not _not_the_models(model, optimizer)
+    except Exception:
+        theirs = False   # _check_optimizer says so
+    if theirs:   # (an optimizer of other parameters trains nothing of the model's: _check_optimizer names that)
+        _check_trained(run, device, checkpoint, label)
     _check_optimizer(model, optimizer, device, label)
-    _check_reads(watcher, device)
+    _check_reads(run.watcher, device)
     total = _check_total(total, device, label)
     _check_no_plain_attribute(model)
     return total
@@ -425,10 +486,11 @@ HINT_FOR = {
 def _grade_capstone(cls: type) -> str:
     if not issubclass(cls, nn.Module):
         raise Wrong("`Classifier` should subclass `nn.Module`: keep `class Classifier(nn.Module):`.", SCRIPT_CHANGED)
+    runs: list[_Run] = []
     try:
-        return _capstone_verdict(cls)
-    except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed
-        left = _bugs_left(cls)
+        return _capstone_verdict(cls, runs)
+    except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed, counted from the same runs
+        left = _bugs_left(cls, runs) | ({wrong.code} & CAPSTONE_BUGS)
         wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(left))
         if modes.assessed():   # the feedback names the bug, not its fix: say how many remain
             raise Wrong(f"{wrong} Bugs left: {len(left)} of {len(CAPSTONE_BUGS)}.", wrong.code,
@@ -471,44 +533,48 @@ def _trains_as_the_script(model: nn.Module, total: Any, checkpoint: dict) -> boo
     return False
 
 
-def _bugs_left(cls: type) -> set[str]:
-    """The six bugs a failed answer still has: all six unless it trains as the script does on the CPU. Each is met
-    on `meta` on every machine (the simulated GPU cannot go on past a mix: its backward pass would crash), going on
-    past every mix: once with the batches on the CPU (are they moved?), once on `meta` (what else mixes)."""
-    cpu, dev, label = torch.device("cpu"), torch.device("meta"), f"{_CAPSTONE_STEPS} batches"
-    checkpoint = _capstone_checkpoint()
+def _bugs_left(cls: type, runs: list[_Run]) -> set[str]:
+    """The six bugs a failed answer still has, from the verdict's runs (on the CPU, then on the device going on past
+    every mix) and one more on the device with the batches moved for it (what else mixes): all six unless each run
+    did the script's work, and the CPU's as the script does."""
+    checkpoint, (cpu, dev), label = _capstone_checkpoint(), devices_to_test(), f"{_CAPSTONE_STEPS} batches"
     try:
-        model, (_, total), _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)
-        if not _trains_as_the_script(model, total, checkpoint):
+        (model, got, _, _), moved = runs
+        if not (_trained(runs[0], cpu, checkpoint) and _trained(moved, dev, checkpoint)
+                and type(got) in (tuple, list) and len(got) == 2 and _trains_as_the_script(model, got[1], checkpoint)):
             return set(CAPSTONE_BUGS)
-        _, _, moved = _run_fit(cls, dev, *_fresh(2, checkpoint), label, watch=True, repair=True)
         batches, saved = _fresh(2, checkpoint)
         batches = [(inputs.to(dev), labels.to(dev)) for inputs, labels in batches]
-        model, (optimizer, _), watcher = _run_fit(cls, dev, batches, saved, label, watch=True, repair=True)
+        run = _run_fit(cls, dev, batches, saved, label, watch=True, repair=True)
+        if run.got is None or not _trained(run, dev, checkpoint):
+            return set(CAPSTONE_BUGS)
+        optimizer, model, watcher = run.got[0], run.model, run.watcher
         stale = _not_the_models(model, optimizer) or any(
             t.device.type != dev.type for p in model.parameters() for t in (optimizer.state.get(p) or {}).values()
             if is_tensor(t) and t.dim())
     except (Exception, TimeLimit):   # a crash, a stub, changed arithmetic, out of time: no part to mark
         return set(CAPSTONE_BUGS)
     left = {_mix_feedback(*mix, dev)[1] for mix in watcher.mixes}
-    left |= {BATCH_NOT_MOVED} if any({"inputs", "labels"} & labels for _, labels, _ in moved.mixes) else set()
+    left |= {BATCH_NOT_MOVED} if any({"inputs", "labels"} & labels for _, labels, _ in moved.watcher.mixes) else set()
     left |= {PLAIN_ATTRIBUTE} if _plain_attributes(model) else set()
     left |= {OPTIMIZER_BEFORE_MOVE} if stale else set()
     left |= {READ_EVERY_STEP} if len(watcher.reads) > 1 else set()
     return left & CAPSTONE_BUGS
 
 
-def _capstone_verdict(cls: type) -> str:
-    """The capstone's check: the first bug named as a GPU meets it, or "Right" when all six are fixed."""
+def _capstone_verdict(cls: type, runs: list[_Run]) -> str:
+    """The capstone's check: the first bug named as a GPU meets it, or "Right" when all six are fixed. Its runs are
+    kept in ``runs``, for the part marks."""
     checkpoint, (cpu, dev), label = _capstone_checkpoint(), devices_to_test(), f"{_CAPSTONE_STEPS} batches"
-    model, got, _ = _run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False)      # the stub stops here
+    runs.append(_run_fit(cls, cpu, *_fresh(1, checkpoint), label, watch=False))      # the stub stops here
     # then on the learner's GPU (real or simulated): the bugs are named as they show there
-    dev_model, dev_got, watcher = _run_fit(cls, dev, *_fresh(2, checkpoint), label, watch=True)
-    total = _check_fit(dev_model, dev_got, watcher, dev, label)
+    runs.append(_run_fit(cls, dev, *_fresh(2, checkpoint), label, watch=True, repair=True))
+    _named_mix(runs[1], dev, label)
+    total = _check_fit(runs[1], dev, checkpoint, label)
     if dev.type != "meta":   # no values to compare on the data-less device
-        _check_capstone_values(dev_model, total, *_reference(dev, 2, checkpoint), dev)
-    total = _check_fit(model, got, None, cpu, label)
-    _check_capstone_values(model, total, *_reference(cpu, 1, checkpoint), cpu)
+        _check_capstone_values(runs[1].model, total, *_reference(dev, 2, checkpoint), dev)
+    total = _check_fit(runs[0], cpu, checkpoint, label)
+    _check_capstone_values(runs[0].model, total, *_reference(cpu, 1, checkpoint), cpu)
     return (f"Right: all six bugs fixed. On {cpu} and {dev}, `fit` moves each batch, keeps every tensor it makes on "
             "the device, holds `mean` as a buffer, loads the optimizer's state after the move, and reads nothing "
             "back while it trains; the weights and the total loss match the reference's.")
