@@ -14,30 +14,19 @@ SIMULATED = "simgpu"
 #: Environment variable that makes a missing accelerator an error (used by the GPU CI job).
 REQUIRE_ENV = "COURSE_REQUIRE_ACCELERATOR"
 
-
 #: Device types without 64-bit floats: Apple's MPS raises ``TypeError`` for float64 and complex128.
 NO_FLOAT64 = {"mps"}
 
 
 def supports_dtype(device: torch.device | str, dtype: torch.dtype) -> bool:
-    """Whether tensors of ``dtype`` can live on ``device`` (MPS has no float64 or complex128).
-
-    Args:
-        device: a device or its name.
-        dtype: the dtype to place there.
-
-    Returns:
-        False where PyTorch refuses the dtype on that device type, else True.
-    """
+    """Whether tensors of ``dtype`` can live on ``device`` (a device or its name): False where PyTorch refuses the
+    dtype on that device type (MPS has no float64 or complex128)."""
     return not (torch.device(device).type in NO_FLOAT64 and dtype in (torch.float64, torch.complex128))
 
 
 def accelerator() -> Optional[torch.device]:
-    """Return the available accelerator (CUDA, MPS, XPU, ...) or ``None``.
-
-    Returns:
-        The accelerator's ``torch.device`` (index ``None``), or ``None`` on a CPU-only runtime.
-    """
+    """The available accelerator (CUDA, MPS, XPU, ...) as a ``torch.device`` (index ``None``), or ``None`` on a
+    CPU-only runtime."""
     return torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
 
 
@@ -92,22 +81,19 @@ def best_device() -> torch.device:
         if not _type_available(device.type):
             raise RuntimeError(
                 f"{DEVICE_ENV}={override!r}, but no {device.type} device is available here. "
-                f"Unset {DEVICE_ENV} or set it to {SIMULATED!r}."
-            )
+                f"Unset {DEVICE_ENV} or set it to {SIMULATED!r}.")
         count = _device_count(device.type)
         if device.index is not None and count is not None and device.index >= count:
             raise RuntimeError(
                 f"{DEVICE_ENV}={override!r}, but this machine has {count} {device.type} device(s), "
-                f"numbered 0 to {count - 1}. Unset {DEVICE_ENV} or pick an index below {count}."
-            )
+                f"numbered 0 to {count - 1}. Unset {DEVICE_ENV} or pick an index below {count}.")
         return device
     acc = accelerator()
     if acc is None:
         if accelerator_required():
             raise RuntimeError(
                 f"{REQUIRE_ENV} is set but PyTorch {torch.__version__} sees no accelerator "
-                "(torch.accelerator.is_available() is False)."
-            )
+                "(torch.accelerator.is_available() is False).")
         return torch.device("cpu")
     return torch.device(acc.type, torch.accelerator.current_device_index())
 
@@ -207,8 +193,7 @@ def _device_count(device_type: str) -> Optional[int]:
 
 
 def _type_available(device_type: str) -> bool:
-    module = getattr(torch, device_type, None)
-    is_available = getattr(module, "is_available", None)
+    is_available = getattr(getattr(torch, device_type, None), "is_available", None)
     if callable(is_available):
         try:
             return bool(is_available())

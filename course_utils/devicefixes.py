@@ -28,10 +28,8 @@ def suggest(report: DeviceReport, model_tensors: int, movers: list[str], data_pa
         data_parallel: the model is an ``nn.DataParallel`` on GPUs (its ``device_ids[0]`` is the target).
     """
     where = f'"{report.target}"'
-    out = _model_fixes(report, model_tensors, where, data_parallel)
-    out += _container_fixes(report)
-    out += _input_fixes(report, movers, where)
-    out += _holder_fixes(report, where)
+    out = (_model_fixes(report, model_tensors, where, data_parallel) + _container_fixes(report)
+           + _input_fixes(report, movers, where) + _holder_fixes(report, where))
     if not (report.mismatches or report.warnings or report.problems) and report.entries:
         out.append("Nothing to fix here. Still failing? Look inside `forward` for tensors made by a factory "
                    "function without a device (`torch.zeros(n)`, `torch.tensor([...])`): create them with "
@@ -83,7 +81,7 @@ def _container_fixes(report: DeviceReport) -> list[str]:
             if any(s.startswith(f"'{container}[") for s in out):
                 continue                                          # one fix per plain container
             where_now = sorted({x.device for x in report.entries if x.kind == "unregistered module" and x.device
-                                and _inside_container(x.name, container)})
+                                and x.name.startswith(container + "[")})
             left = f" (its layers are on {', '.join(where_now)})" if where_now else ""
             out.append(f"'{container}[...]' holds layers in a plain list or dict: `Module.to` never sees their "
                        f"parameters{left}, and `model.parameters()` (so the optimizer) misses them. In `__init__`, "
@@ -134,8 +132,3 @@ def _holder_fixes(report: DeviceReport, where: str) -> list[str]:
 def _inside(name: str, container: str) -> bool:
     """Whether the input ``name`` was found inside the container called ``container`` (``"inputs"``: the top level)."""
     return container == "inputs" or name.startswith(container + "[")
-
-
-def _inside_container(name: str, container: str) -> bool:
-    """Whether ``name`` (``layers[0].weight``) is inside the plain container ``container`` (``layers``)."""
-    return name.startswith(container + "[")

@@ -1,6 +1,5 @@
 """The device report :func:`~course_utils.mismatch.explain_devices` returns: one row per tensor with its device and
-status, a headline, the fixes, and its views (plain text for terminals, a table in a card for notebooks).
-"""
+status, a headline, the fixes, and its views (plain text for terminals, a table in a card for notebooks)."""
 from __future__ import annotations
 
 import html
@@ -128,8 +127,7 @@ class DeviceReport:
             lines += wrapped(p, "  problem: ", "    ")
         rows, hidden = self._rows(max_rows)
         if rows:
-            width = max(len(e.name) for e in rows)
-            width = min(max(width, 4), 48)
+            width = min(max(4, *(len(e.name) for e in rows)), 48)
             lines.append(f"    {'kind':<20}{'name':<{width + 2}}{'device':<10}{'shape':<14}dtype")
             for e in rows:
                 name = shorten(e.name, width)
@@ -149,10 +147,7 @@ class DeviceReport:
                 lines += wrapped(s, "  - ", "    ")
         return "\n".join(lines)
 
-    __str__ = text
-
-    def __repr__(self) -> str:
-        return self.text()
+    __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
         title = "Device report" + (f": target <code>{html.escape(self.target)}</code> "
@@ -176,8 +171,7 @@ class DeviceReport:
             if hidden:
                 body.append(f"<tr><td></td><td colspan='6' style='{_WRAPS}'>… and {len(hidden)} more "
                             f"tensors on {html.escape(_where(hidden))}, all fine</td></tr>")
-            parts.append(f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>"
-                         f"{''.join(body)}</table>")
+            parts.append(f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{''.join(body)}</table>")
         parts.append(f"<div><b>{html.escape(self.headline())}</b></div>")
         if self.suggestions:
             items = "".join(f"<li>{code_html(s)}</li>" for s in self.suggestions)
@@ -219,9 +213,7 @@ _GROUP = {"parameter": "the model", "buffer": "the model", "plain attribute": "t
 def _where(entries: list[Entry]) -> str:
     """The devices of some rows: ``cpu``, or ``cpu (6) and meta (2)``, most first."""
     counts = Counter(e.device for e in entries if e.device)
-    if len(counts) == 1:
-        return next(iter(counts))
-    return _joined(f"{device} ({n})" for device, n in counts.most_common())
+    return next(iter(counts)) if len(counts) == 1 else _joined(f"{device} ({n})" for device, n in counts.most_common())
 
 
 def _joined(words: Iterable[str]) -> str:

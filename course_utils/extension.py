@@ -32,8 +32,7 @@ import torch
 from . import gpusim, inventory
 from .errors import Explanation, explain_error
 
-__all__ = ["load", "unload", "enable", "ErrorHelp", "variables_on", "cell_names", "is_machinery",
-           "without_machinery"]
+__all__ = ["load", "unload", "enable", "ErrorHelp", "variables_on", "cell_names", "is_machinery", "without_machinery"]
 
 _MAX_NAMES = 12   # variables listed per device; the rest are counted
 _IPYTHON_HISTORY = ("In", "Out")   # IPython's own records of past cells, not the learner's variables
@@ -58,9 +57,7 @@ class ErrorHelp:
             used: the names the failing cell reads (see :func:`cell_names`): those in ``where`` are listed first,
                 the others after them; ``None`` when the cell's code is unknown.
         """
-        self.explanation = explanation
-        self.where = where
-        self.device_map = device_map   # those variables on a device map (HTML only)
+        self.explanation, self.where, self.device_map = explanation, where, device_map
         self.cell_known = used is not None
         on = [n for names in where.values() for n in names]
         self.used = [n for n in dict.fromkeys(used or ()) if n in on]
@@ -118,9 +115,8 @@ class ErrorHelp:
 
 def _none(label: str) -> str:
     """What a line without names says."""
-    if label == "used in this cell":
-        return "none of them, so the tensors at fault are made by the failing line or inside what it calls"
-    return "(none)"
+    return ("none of them, so the tensors at fault are made by the failing line or inside what it calls"
+            if label == "used in this cell" else "(none)")
 
 
 def variables_on(namespace: dict, devices: tuple[str, ...], first: Iterable[str] = ()) -> dict[str, list[str]]:
@@ -324,8 +320,7 @@ def _failing_line(error: BaseException, namespace: dict) -> Optional[int]:
 def load(ipython: Any) -> None:
     """Register the hooks on an IPython shell (twice is the same as once). The traceback handler goes in
     only where no other custom exception handler is set: the explanation comes either way."""
-    callbacks = ipython.events.callbacks.get("post_run_cell", [])
-    if _after_cell not in callbacks:
+    if _after_cell not in ipython.events.callbacks.get("post_run_cell", []):
         ipython.events.register("post_run_cell", _after_cell)
     if not getattr(ipython, "custom_exceptions", ()):
         ipython.set_custom_exc(_CAUGHT, _show_traceback)

@@ -39,8 +39,7 @@ def atomic_open(path: PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     The data goes to a temporary file in the target's folder (the target of a symbolic link, so the
     link stays), is flushed to disk, and is renamed over the target at the end; an exception in the
     block removes the temporary file and leaves the target untouched. The new file keeps the old
-    one's permissions (or gets a new file's usual ones). A device or pipe
-    (``/dev/stdout``) is opened directly.
+    one's permissions (or gets a new file's usual ones). A device or pipe (``/dev/stdout``) is opened directly.
 
     Args:
         path: the file to write.

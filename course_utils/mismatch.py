@@ -153,8 +153,7 @@ def _settle_target(report: DeviceReport, model: Any, device: Any, model_tensors:
                                    f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
     else:
         target, reason = _choose_target(device, model_tensors, voters, report)
-    report.target = None if target is None else str(target)
-    report.reason = reason
+    report.target, report.reason = None if target is None else str(target), reason
     return target, scatter
 
 
@@ -171,9 +170,7 @@ def _model_entries(report: DeviceReport, target: Optional[torch.device], params:
             status = _status(t, target)
             note = ""
             if status == MISMATCH:
-                note = f"not on {report.target}"
-                if t.device.type == "meta":
-                    note = "on meta: no data to move"
+                note = "on meta: no data to move" if t.device.type == "meta" else f"not on {report.target}"
             report.entries.append(_entry(kind, name, t, status, note))
     for name, t in plain:
         wrong = _status(t, target) == MISMATCH
@@ -221,8 +218,7 @@ def _input_entries(report: DeviceReport, target: Optional[torch.device], flat_in
                     status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
             report.entries.append(_entry("input", name, value, status, note))
         else:
-            report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE,
-                                        _non_tensor_note(value)))
+            report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE, _non_tensor_note(value)))
 
 
 def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory):
@@ -307,8 +303,7 @@ def _normalise(device: Any) -> torch.device:
 
 
 def _entry(kind: str, name: str, t: torch.Tensor, status: str, note: str) -> Entry:
-    return Entry(kind, name, str(t.device), str(tuple(t.shape)),
-                 str(t.dtype).replace("torch.", ""), status, note)
+    return Entry(kind, name, str(t.device), str(tuple(t.shape)), str(t.dtype).replace("torch.", ""), status, note)
 
 
 def _non_tensor_note(value: Any) -> str:
@@ -366,8 +361,7 @@ def _lengths_entry(name: str, value: torch.Tensor, target: Optional[torch.device
         return _entry("input", name, value, NOTE,
                       f"{MAYBE_LENGTHS}: keep it on the CPU if it goes to pack_padded_sequence; on the model's "
                       "device if the model computes with it (its code did not say which)")
-    return _entry("input", name, value, MISMATCH,
-                  f"{MAYBE_LENGTHS}, on neither the CPU nor {target}")
+    return _entry("input", name, value, MISMATCH, f"{MAYBE_LENGTHS}, on neither the CPU nor {target}")
 
 
 def _data_parallel_device(model: Any) -> Optional[torch.device]:
@@ -446,8 +440,7 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
         elif value.dim() == 0 and value.device.type == "cpu":
             report.entries.append(_entry("optimizer state", name, value, NOTE, "0-dim CPU tensor: allowed"))
         else:
-            report.entries.append(_entry("optimizer state", name, value, MISMATCH,
-                                         f"its parameter is on {p.device}"))
+            report.entries.append(_entry("optimizer state", name, value, MISMATCH, f"its parameter is on {p.device}"))
 
 
 # --- reproducing a GPU checkpoint on any machine -------------------------------------------------

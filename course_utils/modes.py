@@ -41,7 +41,6 @@ _EXAMPLE = re.compile(r"\s*\((?:e\.g\.|for example|such as)[^)]*`[^)]*\)", re.IG
 #: Sentences end at ". ", "! " or "? " before an upper-case letter, a bracket or a back-tick, or at a line's end.
 _SENTENCE = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?])\s+(?=[A-Z(`])|\n+")
 
-
 #: The marker file of the students' package of an assessed class (``python -m course_utils release``): always assessed.
 BUILT_ASSESSED = Path(__file__).with_name("data") / "assessed-build.json"
 

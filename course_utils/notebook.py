@@ -11,14 +11,8 @@ def cell_source(cell: dict[str, Any]) -> str:
 
 
 def exercise_cells(nb: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Exercise id -> its answer cell: the code cell with metadata ``{"course": {"exercise": id}}``.
-
-    Args:
-        nb: a notebook as parsed JSON.
-
-    Returns:
-        The answer cells in notebook order, keyed by exercise id.
-    """
+    """Exercise id -> its answer cell, in notebook order: the code cell with metadata ``{"course": {"exercise": id}}``
+    of ``nb``, a notebook as parsed JSON."""
     cells = {}
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}

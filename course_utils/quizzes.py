@@ -102,8 +102,7 @@ def add_quiz(quiz_id: str, question: str, options: list[str] | tuple[str, ...], 
         raise ValueError(f"quiz {quiz_id!r} is registered twice")
     if not 0 <= answer < len(options):
         raise ValueError(f"quiz {quiz_id!r}: answer index {answer} out of range")
-    quiz = Quiz(quiz_id, question, tuple(options), answer, explanation)
-    _QUIZZES[quiz_id] = quiz
+    quiz = _QUIZZES[quiz_id] = Quiz(quiz_id, question, tuple(options), answer, explanation)
     return quiz
 
 

@@ -63,10 +63,8 @@ def load() -> Reference:
     raw = json.loads(_DATA.read_text(encoding="utf-8"))
     machine = raw["machine"]
     return Reference(
-        gpu=machine["gpu"],
+        gpu=machine["gpu"], date=machine["date"], cpu=f"{machine['cpu']}, {machine['cpu_threads']} threads",
         versions=f"PyTorch {machine['torch']}, CUDA {machine['cuda']}, driver {machine['driver']}",
-        date=machine["date"],
-        cpu=f"{machine['cpu']}, {machine['cpu_threads']} threads",
         matmul_seconds={dev: {int(n): s for n, s in sizes.items()} for dev, sizes in raw["matmul_seconds"].items()},
         add_seconds={int(n): s for n, s in raw["add_seconds"]["cuda"].items()},
         copies=tuple(Sweep(f"{c['label']} ({machine['gpu']})", tuple(c["nbytes"]), tuple(c["seconds"]))

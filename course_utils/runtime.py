@@ -11,7 +11,6 @@ from . import device as _device
 from . import gpusim
 from .text import wrapped
 
-
 #: The oldest PyTorch the course supports: `.ci/floor.txt` tests it, the requirements declare it.
 MIN_TORCH = (2, 10)
 
@@ -37,11 +36,7 @@ def on_binder() -> bool:
 
 def platform_name() -> str:
     """``"Colab"``, ``"Binder"`` or ``"local"``."""
-    if on_colab():
-        return "Colab"
-    if on_binder():
-        return "Binder"
-    return "local"
+    return "Colab" if on_colab() else "Binder" if on_binder() else "local"
 
 
 def no_accelerator_advice() -> str:
@@ -69,10 +64,8 @@ def real_gpu() -> str | None:
 
 def banner(device: torch.device) -> str:
     """The runtime banner: versions, platform, the chosen device and what to do without a GPU."""
-    lines = [
-        f"Python {platform.python_version()} | PyTorch {torch.__version__} | running on: {platform_name()}",
-        f"Device for this lesson: {device} ({_device.describe(device)})",
-    ]
+    lines = [f"Python {platform.python_version()} | PyTorch {torch.__version__} | running on: {platform_name()}",
+             f"Device for this lesson: {device} ({_device.describe(device)})"]
     if not torch_is_supported():
         need = ".".join(map(str, MIN_TORCH))
         lines.append(f"PyTorch {torch.__version__} is older than {need}, which this course needs: "
@@ -88,8 +81,7 @@ def banner(device: torch.device) -> str:
         lines.append("No GPU here, and this process cannot register the course's simulated GPU. "
                      + no_accelerator_advice())
     else:
-        count = torch.accelerator.device_count()
-        lines.append(f"Accelerator: {device.type}, {count} device(s) visible.")
+        lines.append(f"Accelerator: {device.type}, {torch.accelerator.device_count()} device(s) visible.")
     return "\n".join(part for line in lines for part in wrapped(line, then="  "))
 
 

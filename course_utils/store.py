@@ -36,9 +36,7 @@ CHANGING = (_SESSION,)
 def progress_path() -> Path:
     """Where progress is stored: ``$COURSE_PROGRESS_FILE`` or ``~/.where-does-my-tensor-live/progress.json``."""
     env = os.environ.get(PROGRESS_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".where-does-my-tensor-live" / "progress.json"
+    return Path(env).expanduser() if env else Path.home() / ".where-does-my-tensor-live" / "progress.json"
 
 
 def load(path: Path | None = None) -> dict[str, Any]:
@@ -129,8 +127,7 @@ class Summary:
 
     def text(self) -> str:
         table = [self._HEAD + ("Quizzes", "Exercises")]
-        table += [self._cells(r) + (self._marks(r["quiz_items"]), self._marks(r["exercise_items"]))
-                  for r in self.rows]
+        table += [self._cells(r) + (self._marks(r["quiz_items"]), self._marks(r["exercise_items"])) for r in self.rows]
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -186,8 +183,7 @@ def summary(path: Path | None = None) -> Summary:
         rows.append(dict(
             lesson=number, title=lesson.title, quizzes=len(quizzes), answered=len(answered),
             first_right=sum(bool(a.get("first_correct")) for a in answered),
-            exercises=len(exercises),
-            passed=sum(bool(d.get("passed")) for d in done.values()),
+            exercises=len(exercises), passed=sum(bool(d.get("passed")) for d in done.values()),
             quiz_items=[(q, "done" if q in data["quizzes"] else "not started") for q in quizzes],
             exercise_items=[(e, "done" if d.get("passed") else "tried" if d.get("attempts") else "not started")
                             for e, d in done.items()]))

@@ -53,25 +53,18 @@ def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | Non
 
     device = torch.device(device) if device is not None else torch.device("cpu")
     if gpusim.is_simulated(device) or any(gpusim.is_sim_tensor(a) for a in args):
-        # The simulated GPU's work is the CPU's: time the CPU tensors that hold its values, not its bookkeeping.
         device, args = torch.device("cpu"), gpusim.host(args)
-    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args},
-                            timer=synchronized_clock(device),
-                            num_threads=num_threads or torch.get_num_threads(),
-                            label=label or getattr(fn, "__name__", "call"))
+    label = label or getattr(fn, "__name__", "call")
+    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args}, timer=synchronized_clock(device),
+                            num_threads=num_threads or torch.get_num_threads(), label=label)
     m = timer.blocked_autorange(min_run_time=min_run_time)
-    return Timing(label or getattr(fn, "__name__", "call"), m.median, m.iqr, len(m.times))
+    return Timing(label, m.median, m.iqr, len(m.times))
 
 
 def synchronized_clock(device: torch.device | str) -> Callable[[], float]:
-    """A clock for ``benchmark.Timer(timer=...)`` that first waits for all work queued on ``device``.
-
-    Args:
-        device: where the timed work runs; for the CPU and ``meta`` the plain clock is returned.
-
-    Returns:
-        A function returning seconds, like ``timeit.default_timer``.
-    """
+    """A clock for ``benchmark.Timer(timer=...)`` that first waits for all work queued on ``device`` (where the timed
+    work runs): a function returning seconds, like ``timeit.default_timer``, which is itself the clock for the CPU
+    and ``meta``."""
     device = torch.device(device)
     if device.type in ("cpu", "meta"):
         return timeit.default_timer

@@ -10,18 +10,10 @@ Used by lesson 07::
     with transfer.count_copies(device) as seen:           # how many host<->device copies?
         ...
 
-Four pieces:
-
-- **Sizes that fit.** :func:`memory_cap` reads the free memory of every device involved and
-  allows each buffer only a small fraction of it, so a sweep never runs out of memory.
-- **Timing that is right on every device.** :func:`seconds_per_call` is the median of
-  :func:`course_utils.timing.time_it`, the course's one way of timing: it warms up, synchronises the
-  device before starting and before stopping the clock, and repeats.
-- **The latency + bandwidth model.** :func:`fit_latency_bandwidth` finds the two numbers in
-  ``seconds = latency_s + nbytes / (bandwidth_gbps * 1e9)`` from measurements.
-- **Counting copies.** :class:`count_copies` sees every PyTorch operation in a ``with`` block
-  and counts the copies between the host (CPU) and a device; it works with the data-less
-  ``meta`` device as the target, so it runs on any machine.
+Four pieces: sizes that fit (:func:`memory_cap`: each buffer a small fraction of every device's free memory),
+timing that is right on every device (:func:`seconds_per_call`, the median of :func:`course_utils.timing.time_it`),
+the latency + bandwidth model (:func:`fit_latency_bandwidth`), and counting the copies between the host and a device
+(:class:`count_copies`, which also counts them to the data-less ``meta`` device, so it runs on any machine).
 """
 from __future__ import annotations
 
@@ -40,11 +32,7 @@ GB = 10**9
 
 #: Published PCIe x16 host-to-device bandwidths (pinned memory), in GB/s, for scale:
 #: (typical measured, theoretical). These are published figures, not measurements.
-PCIE_PUBLISHED = {
-    "PCIe Gen3 x16": (12.0, 15.75),
-    "PCIe Gen4 x16": (25.0, 31.5),
-    "PCIe Gen5 x16": (50.0, 63.0),
-}
+PCIE_PUBLISHED = {"PCIe Gen3 x16": (12.0, 15.75), "PCIe Gen4 x16": (25.0, 31.5), "PCIe Gen5 x16": (50.0, 63.0)}
 
 #: Assumed per-buffer limit (bytes) for a device whose free memory PyTorch cannot read (e.g. MPS).
 UNKNOWN_FREE_CAP = 2**24
@@ -79,11 +67,8 @@ def memory_cap(*devices: torch.device | str, buffers: int = 2, fraction: float =
 
 
 def sweep_sizes(cap: int, *, smallest: int = 2**10, largest: int = 2**26, factor: int = 4) -> list[int]:
-    """Byte counts ``smallest, smallest * factor, ...`` up to ``min(cap, largest)``.
-
-    Returns:
-        The sizes, smallest first; empty when not even ``smallest`` fits under ``cap``.
-    """
+    """Byte counts ``smallest, smallest * factor, ...`` up to ``min(cap, largest)``, smallest first; empty when not
+    even ``smallest`` fits under ``cap``."""
     if smallest < 1 or factor < 2:
         raise ValueError("smallest must be >= 1 and factor >= 2")
     limit = min(cap, largest)
@@ -185,8 +170,7 @@ class Sweep:
     def table(self) -> str:
         """A small text table: size, time per copy, achieved GB/s."""
         rows = [f"{self.label}", f"{'bytes':>12} {'per copy':>10} {'GB/s':>7}"]
-        rows += [f"{n:>12,} {format_seconds(s):>10} {g:>7.2f}"
-                 for n, s, g in zip(self.nbytes, self.seconds, self.gbps)]
+        rows += [f"{n:>12,} {format_seconds(s):>10} {g:>7.2f}" for n, s, g in zip(self.nbytes, self.seconds, self.gbps)]
         return "\n".join(rows)
 
 
@@ -221,8 +205,7 @@ def copy_sweep(sizes: Sequence[int], source: torch.device | str, target: torch.d
     finally:
         torch.set_num_threads(saved_threads)
     if label is None:
-        label = f"{source} → {target}" + (" (pinned)" if pinned else "") + (
-            ", non_blocking" if non_blocking else "")
+        label = f"{source} → {target}" + (" (pinned)" if pinned else "") + (", non_blocking" if non_blocking else "")
     return Sweep(label, tuple(int(n) for n in sizes), tuple(times))
 
 
@@ -231,8 +214,7 @@ def _time_copies(sizes: Sequence[int], source: torch.device, target: torch.devic
                  min_time: float) -> list[float]:
     times = []
     for n in sizes:
-        src = torch.empty(n, dtype=torch.uint8, device=source,
-                          pin_memory=pinned and source.type == "cpu").fill_(1)
+        src = torch.empty(n, dtype=torch.uint8, device=source, pin_memory=pinned and source.type == "cpu").fill_(1)
         dst = torch.empty(n, dtype=torch.uint8, device=target, pin_memory=pinned and target.type == "cpu")
 
         def copy(dst=dst, src=src):
@@ -301,8 +283,7 @@ class count_copies(TorchDispatchMode):
                     and _copy_destination(name, args, kwargs, source) == "cpu")
         out = _fake_readback(name, args, kwargs, source) if readback else func(*args, **kwargs)
         outputs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
-        self.ops.append(OpRecord(name, tuple(a.device.type for a in inputs),
-                                 tuple(o.device.type for o in outputs)))
+        self.ops.append(OpRecord(name, tuple(a.device.type for a in inputs), tuple(o.device.type for o in outputs)))
         if source is not None and outputs:
             nbytes = source.nbytes
             to = outputs[0].device.type

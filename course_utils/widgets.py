@@ -47,8 +47,7 @@ def quiz(quiz_id: str) -> _Display:
     choices = w.RadioButtons(options=[f"{letters[i]}) {o.replace('`', '')}" for i, o in enumerate(q.options)],
                              value=None, description="Your answer:", style={"description_width": "initial"},
                              layout=w.Layout(width="auto"))
-    commit = w.Button(description="Commit my prediction", button_style="primary",
-                      layout=w.Layout(width="auto"))
+    commit = w.Button(description="Commit my prediction", button_style="primary", layout=w.Layout(width="auto"))
     feedback = w.HTML(value="")
 
     def on_commit(_: Any) -> None:
@@ -142,12 +141,8 @@ def _widgets() -> Any:
     """The ipywidgets module inside a Jupyter kernel; ``None`` in plain Python."""
     try:
         from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return None
-    try:
+        if not hasattr(get_ipython(), "kernel"):   # no shell, or one without a kernel (a terminal's IPython)
+            return None
         import ipywidgets
     except ImportError:
         return None
@@ -162,4 +157,3 @@ def _guarded(callback: Any, out: Any) -> Any:
         except Exception as e:  # pragma: no cover - a safety net for the learner's view
             out.value = _announced(f"<b>Something went wrong:</b> {html.escape(f'{type(e).__name__}: {e}')}")
     return run
-

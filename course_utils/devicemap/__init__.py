@@ -55,7 +55,6 @@ _compare = compare
 def _notebook_namespace() -> Optional[dict]:
     try:
         from IPython import get_ipython
-        shell = get_ipython()
-        return getattr(shell, "user_ns", None) if shell is not None else None
+        return getattr(get_ipython(), "user_ns", None)
     except Exception:
         return None

@@ -188,8 +188,7 @@ def compare(before: DeviceMap, after: DeviceMap) -> None:
 def named_from_caller(objects: tuple, frame: Optional[types.FrameType]) -> list[tuple[str, Any]]:
     """Names for positional objects: the variable names the caller used for them, when it has them."""
     names: dict[int, str] = {}
-    scopes = [frame.f_locals, frame.f_globals] if frame is not None else []
-    for scope in scopes:
+    for scope in [frame.f_locals, frame.f_globals] if frame is not None else []:
         for key, value in list(scope.items()):
             if not key.startswith("_"):
                 names.setdefault(id(value), key)

@@ -35,8 +35,7 @@ _NAME_CHARS, _CHARS = 26, 32         # characters that fit in LABEL_WIDTH: the b
 # also written in each block, and each bar has an edge in the theme's text colour.
 _KIND_COLOUR = {"parameter": COLOURS[0], "gradient": COLOURS[1], "tensor": COLOURS[2],
                 "optimizer state": COLOURS[4], "buffer": COLOURS[5]}    # blue, orange, green, purple, sky blue
-_STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new",
-                ODD: "✘ odd one out"}
+_STATUS_MARK = {MOVED: "→ moved", COPIED: "⧉ copied", STAYED: "⚠ stayed behind", NEW: "+ new", ODD: "✘ odd one out"}
 _STATUS_COLOUR = {MOVED: "#2a7a2a", COPIED: "#8a6d00", STAYED: "#c0392b", NEW: "#2a6aa8", ODD: "#c0392b"}
 
 
@@ -104,9 +103,7 @@ def text(device_map: MapLike) -> str:
 
 
 def _memory_text(lane: Lane) -> str:
-    if lane.total:
-        return f" (device: {human_bytes(lane.free or 0)} free of {human_bytes(lane.total)})"
-    return ""
+    return f" (device: {human_bytes(lane.free or 0)} free of {human_bytes(lane.total)})" if lane.total else ""
 
 
 def _skipped_text(device_map: MapLike) -> str:
@@ -122,7 +119,6 @@ _FG2 = "var(--jp-ui-font-color2, #555)"
 _BG = "var(--jp-layout-color1, #ffffff)"
 _BG2 = "var(--jp-layout-color2, #f3f3f3)"
 _LINE = "var(--jp-border-color1, #9e9e9e)"
-
 
 _IDS = itertools.count()
 
@@ -161,8 +157,7 @@ def html(device_map: MapLike) -> str:
     skipped = _skipped_text(device_map).strip()
     if skipped:
         parts.append(f'<div style="color: {_FG2}; font-size: 90%">{esc(skipped)}</div>')
-    parts.append(_table(device_map))
-    parts.append("</div>")
+    parts += [_table(device_map), "</div>"]
     return "".join(parts)
 
 
@@ -189,12 +184,11 @@ def _svg_block(block: Block, x: float, y: float) -> str:
     edge = _STATUS_COLOUR.get(block.status, colour)
     dash = ' stroke-dasharray="5 3"' if block.status in (STAYED, ODD) else ""
     first, second, third, fourth = label_lines(block)
-    title = describe(block)
     # the status in words, in the theme's text colour (readable on light and dark); the edge carries its colour
     status = f'<text x="{x + 6:.1f}" y="{y + 52:.1f}" font-size="9.5" font-weight="bold" style="fill: {_FG}">' \
              f'{esc(fourth)}</text>' if fourth else ""
     return (f'<g class="course-block" data-name="{esc(block.name)}" data-bytes="{block.nbytes}" '
-            f'data-status="{esc(block.status)}" data-kind="{esc(block.kind)}"><title>{esc(title)}</title>'
+            f'data-status="{esc(block.status)}" data-kind="{esc(block.kind)}"><title>{esc(describe(block))}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{BLOCK_HEIGHT}" rx="4" '
             f'style="fill: {_BG}; stroke: {edge}; stroke-width: {2.5 if block.status else 1.2}"{dash}/>'
             f'<rect x="{x + LABEL_WIDTH:.1f}" y="{y + 4:.1f}" width="{bar - 4:.1f}" height="{BLOCK_HEIGHT - 8}" '

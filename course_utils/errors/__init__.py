@@ -6,18 +6,13 @@
     cu.explain_error(error)          # an exception, or the text you copied: one line or a whole traceback
     cu.explain_error(text).known     # False for anything the course does not teach; it never guesses
 
-:data:`FAMILIES` is the one source for everything the course says about these errors: the
-explainer reads it, ``scripts/error_index.py`` turns it into ``docs/errors.md``, the tests check
-every wording in it. A family whose words depend on the message (the devices, the argument, the
-type it names) carries its own ``tailor``, so a new family is one entry. :data:`LESSONS` says which
-lesson section teaches each family; families no lesson teaches yet point to the appendix
-:data:`FIELD_GUIDE`.
-
-Every :class:`Wording` is a message exactly as PyTorch prints it, with the PyTorch versions that
-print it and where that was checked (a build's string table, PyTorch's source, a real run). What
-only a GPU or a Mac prints, and was not run on one, says so. This package imports nothing from the
-rest of the package but the bottom floor's :mod:`course_utils.text` and :mod:`course_utils.syllabus` (the lessons'
-notebooks), so any part of it (``setup`` included) may use it.
+:data:`FAMILIES` is the one source for everything the course says about these errors, each :class:`Wording` a
+message exactly as PyTorch prints it (see :mod:`~course_utils.errors.catalogue`). A family whose words depend on the
+message (the devices, the argument, the type it names) carries its own ``tailor``, so a new family is one entry.
+:data:`LESSONS` says which lesson section teaches each family; families no lesson teaches yet point to the appendix
+:data:`FIELD_GUIDE`. This package imports nothing from the rest of the package but the bottom floor's
+:mod:`course_utils.text` and :mod:`course_utils.syllabus` (the lessons' notebooks), so any part of it (``setup``
+included) may use it.
 
 Its modules: :mod:`~course_utils.errors.schema` (what an entry is, and :data:`LESSONS`),
 :mod:`~course_utils.errors.tailors` (the words that depend on the message), :mod:`~course_utils.errors.catalogue`

@@ -482,4 +482,3 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
 def family(key: str) -> Family:
     """The :class:`Family` with this key (``KeyError`` if there is none)."""
     return {f.key: f for f in FAMILIES}[key]
-

@@ -153,10 +153,8 @@ def last_error() -> Optional[BaseException]:
     uncaught, which IPython and Jupyter record after the failing cell (``sys.last_exc`` from Python 3.12,
     ``sys.last_value`` before and beside it), as the plain Python prompt does.
     """
-    for candidate in (sys.exc_info()[1], getattr(sys, "last_exc", None), getattr(sys, "last_value", None)):
-        if isinstance(candidate, BaseException):
-            return candidate
-    return None
+    candidates = (sys.exc_info()[1], getattr(sys, "last_exc", None), getattr(sys, "last_value", None))
+    return next((candidate for candidate in candidates if isinstance(candidate, BaseException)), None)
 
 
 def explain_error(error: Any = _LAST) -> Explanation:
@@ -185,9 +183,7 @@ def explain_error(error: Any = _LAST) -> Explanation:
         if error is None:
             return Explanation(known=False, note=_NO_LAST_ERROR)
     try:
-        text = _text_of(error)
-        if len(text) > _MAX_CHARS:
-            text = text[-_MAX_CHARS:]
+        text = _text_of(error)[-_MAX_CHARS:]
         found = _explain(_ANSI.sub("", text) if "\x1b" in text else text)
         if found.key in ("devices", "no-kernel") and isinstance(error, BaseException):
             found = _tailor_plain_list(found, error)
@@ -281,5 +277,3 @@ def _explained(fam: Family, g: dict, line: str, text: str) -> Explanation:
     devices = tuple(d for d in (reading.a, reading.b) if d)
     return Explanation(True, fam.key, fam.title, reading.cause, reading.fix, fam.lesson, line, reading.arg,
                        reading.op, devices, fam.device_problem)
-
-

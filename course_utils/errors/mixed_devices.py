@@ -1,8 +1,7 @@
 """The catalogue's first families: one operation given tensors on different devices, the error the course is about,
 in each of PyTorch's wordings (the generic check, an operation's own, the 0-dim CPU tensors' exceptions,
 ``nn.DataParallel``'s, an optimizer's state), in the order the explainer ranks them.
-:data:`~course_utils.errors.catalogue.FAMILIES` starts with them.
-"""
+:data:`~course_utils.errors.catalogue.FAMILIES` starts with them."""
 from __future__ import annotations
 
 from .schema import ALL_CHECKED, DEV, MAC_SOURCE, Family, Wording

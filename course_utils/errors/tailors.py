@@ -19,11 +19,7 @@ __all__ = ["SAME_DEVICE_RULE", "GENERATOR_RULE", "SEE_WHERE", "data_parallel_fix
 
 def _type_device(text: str) -> str:
     """The device type inside a legacy type name: ``torch.cuda.FloatTensor`` -> ``cuda``."""
-    low = text.lower()
-    for name in ("cuda", "mps", "xpu", "meta", "mkldnn"):
-        if name in low:
-            return name
-    return "cpu"
+    return next((name for name in ("cuda", "mps", "xpu", "meta", "mkldnn") if name in text.lower()), "cpu")
 
 
 def devices_differ(groups: dict) -> bool:
@@ -314,28 +310,20 @@ def _op_base(op: str) -> str:
     return re.sub(r"_(?:forward|out|functional)$", "", base)
 
 
+#: The part an argument plays whatever the operation (a loss's ``weight`` and ``self`` are read by the operation).
+_ARG_ROLES = {"target": "labels", "labels": "labels", "index": "index", "indices": "index", "mask": "mask",
+              "mat2": "second", "batch2": "second", "weight": "layer", "bias": "layer",
+              **dict.fromkeys(_INPUT_ARGS, "input")}
+
+
 def _role(arg: str, op: str) -> str:
     """The part ``arg`` plays in ``op``: input, layer, loss weight, labels, index... (``""`` when unknown)."""
     base = _op_base(op)
     if arg in ("weight", "pos_weight") and _LOSS_OP.search(base):
         return "loss weight"
-    if arg in ("target", "labels"):
-        return "labels"
-    if arg in ("index", "indices"):
-        return "index"
-    if arg == "mask":
-        return "mask"
-    if arg == "self" and base in _INDEXING_OPS:
-        return "indexed"
-    if arg == "self" and base in _BIAS_FIRST_OPS:
-        return "bias"
-    if arg in ("mat2", "batch2"):
-        return "second"
-    if arg in ("weight", "bias"):
-        return "layer"
-    if arg in _INPUT_ARGS:
-        return "input"
-    return ""
+    if arg == "self":
+        return "indexed" if base in _INDEXING_OPS else "bias" if base in _BIAS_FIRST_OPS else ""
+    return _ARG_ROLES.get(arg, "")
 
 
 #: role -> (what the message says; the fix; the fix when the others are on the CPU and the odd one on an

@@ -1,8 +1,7 @@
 """The GPU simulations, with one public face: the simulated GPU, a device of the course's own whose tensors hold real
 values and raise what a CUDA GPU raises (:mod:`.backend`); the CUDA rules it follows, per PyTorch release
 (:mod:`.rules`); and the simulated machines the checks make an answer see (:mod:`.machines`). The rest of the course
-uses the names below, never the simulated GPU's tensor type.
-"""
+uses the names below, never the simulated GPU's tensor type."""
 from __future__ import annotations
 
 from .backend import (COUNT, NAME, NOTE, available, current, enable, host, is_enabled, is_sim_tensor, is_simulated,

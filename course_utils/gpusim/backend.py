@@ -33,7 +33,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ..device import SIMULATED
-from .rules import Refusal, elementwise_message, judge, op_key
+from .rules import Refusal, elementwise_message, judge, op_key, scalar_type
 
 #: The device type's name: nobody mistakes it for hardware.
 NAME = SIMULATED
@@ -48,7 +48,6 @@ _current = 0          # the current simulated device (torch.simgpu.set_device, t
 _note_pending = True
 #: Globals this module rebinds in normal use (the grader's tamper check allows it).
 REBOUND = ("_current", "_note_pending")
-
 
 #: Whether :func:`wanted` may say yes in this process (a test suite's own process sets it False: the registration
 #: could not be undone for the tests after it).
@@ -228,9 +227,8 @@ def _pack(func: Any, args: tuple, kwargs: dict) -> Any:
     host), the packed data stays on the device and its batch sizes on the CPU."""
     data, lengths = args[0], args[1]
     if _on_device(lengths):
-        scalar = torch.empty(0, dtype=lengths.dtype).type().removeprefix("torch.").removesuffix("Tensor")
         raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {lengths.dim()}D "
-                           f"{lengths.device} {scalar} tensor")
+                           f"{lengths.device} {scalar_type(lengths.dtype)} tensor")
     packed, batch_sizes = func(*host(args), **host(kwargs))
     return (SimTensor(packed, data.device.index) if _on_device(data) else packed), batch_sizes
 
@@ -256,8 +254,7 @@ def _check(func: Any, args: tuple, kwargs: dict) -> None:
         flat, _ = tree_flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
         common = next((t.device for t in tensors if _on_device(t)), None)
-        odd = next((t.device for t in tensors if t.device != common and not (t.dim() == 0 and not _on_device(t))),
-                   None)
+        odd = next((t.device for t in tensors if t.device != common and not (t.dim() == 0 and not _on_device(t))), None)
         refused = Refusal(RuntimeError, elementwise_message(common, odd)) if odd is not None else None
     if refused is not None:
         _raise(refused)
@@ -403,8 +400,7 @@ def _pin_memory(pin: Any) -> Any:
 
     def pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         if isinstance(self, SimTensor):   # as on a GPU: only CPU tensors can be pinned (CUDA's type name)
-            scalar = torch.empty(0, dtype=self.dtype).type().removeprefix("torch.").removesuffix("Tensor")
-            raise RuntimeError(f"cannot pin 'CUDA{scalar}Type' only dense CPU tensors can be pinned")
+            raise RuntimeError(f"cannot pin 'CUDA{scalar_type(self.dtype)}Type' only dense CPU tensors can be pinned")
         try:
             return pin(self, *args, **kwargs)
         except NotImplementedError as error:

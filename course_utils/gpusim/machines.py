@@ -1,8 +1,7 @@
 """Simulated machines for the checks: for the length of a ``with`` block, make an answer (and all of PyTorch) see an
 accelerator that is not CUDA, or none (on a CUDA build or a CPU-only one), so that each branch of device-agnostic
 code is tested on any machine. The accelerator they report is the simulated GPU (:mod:`.backend`) where it is
-registered, else PyTorch's data-less ``meta`` device (a test process that never registers it).
-"""
+registered, else PyTorch's data-less ``meta`` device (a test process that never registers it)."""
 from __future__ import annotations
 
 import inspect

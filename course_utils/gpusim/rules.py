@@ -1,6 +1,6 @@
 """What a CUDA build of PyTorch does when one operation is handed tensors on different devices: the rules and the
-wordings that the course's simulated GPU (:mod:`course_utils.gpusim.backend`) follows. Rules are data here; the machinery
-that applies them lives there.
+wordings that the course's simulated GPU (:mod:`course_utils.gpusim.backend`) follows. Rules are data here; the
+machinery that applies them lives there.
 
 Three kinds of CUDA kernels, as PyTorch's code generator makes them (``data/cuda_device_checks.json``, written by
 ``scripts/device_rules.py`` from each release's own ``native_functions.yaml``):
@@ -192,8 +192,7 @@ def judge(func: Any, args: tuple, kwargs: dict, on_device: Callable[[torch.Tenso
     Args:
         func: the ATen overload.
         args, kwargs: its arguments.
-        on_device: whether a tensor is on "the GPU" (the simulated GPU's tensors), as
-            opposed to the host.
+        on_device: whether a tensor is on "the GPU" (the simulated GPU's tensors), as opposed to the host.
 
     Returns:
         ``None`` when the GPU lets it run, else the :class:`Refusal` it raises.
@@ -326,12 +325,13 @@ def _convolution(on_device: Callable[[torch.Tensor], bool], input: torch.Tensor,
 
 def legacy_type(t: torch.Tensor) -> str:
     """``t.type()`` as a CUDA GPU would say it, with the GPU's tensors named ``torch.cuda.*``."""
-    name = t.type() if t.device.type in ("cpu", "cuda", "meta") else f"torch.{t.device.type}.{_scalar_type(t)}"
-    return name
+    kind = t.device.type
+    return t.type() if kind in ("cpu", "cuda", "meta") else f"torch.{kind}.{scalar_type(t.dtype)}Tensor"
 
 
-def _scalar_type(t: torch.Tensor) -> str:
-    return torch.empty(0, dtype=t.dtype).type().rpartition(".")[2]
+def scalar_type(dtype: torch.dtype) -> str:
+    """The legacy name of ``dtype`` in tensor type names: ``Float`` (``torch.FloatTensor``), ``Long``..."""
+    return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
 
 
 def _convolution_backend(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

@@ -22,7 +22,6 @@ BYTES_OF_ONE_ELEMENT = misconceptions.code("01.bytes-of-one-element")
 ASSUMED_4_BYTES = misconceptions.code("01.assumed-4-bytes")
 COUNTED_STORAGE = misconceptions.code("01.counted-storage")
 
-
 #: Hints that answer a mistake the check names: shown first (``course_utils.hint``, the Hint button) when the
 #: learner's last check of the exercise named that code.
 HINT_FOR = {

@@ -125,8 +125,7 @@ def _hard_coded(got: torch.device, expected: str) -> str:
 def _grade_pick_device(fn: Callable) -> str:
     # 1. this machine, as it really is
     real = pick_device()
-    where = ("on this machine (no accelerator)" if real.type == "cpu"
-             else f"on this machine (accelerator: {real.type})")
+    where = "on this machine (no accelerator)" if real.type == "cpu" else f"on this machine (accelerator: {real.type})"
     got = _expect_device(_picked(fn, where), where)
     unchecked = None  # a CUDA build without a GPU: told after step 2, which catches hard-coded "cuda"
     built_for = torch.accelerator.current_accelerator()

@@ -102,8 +102,7 @@ def _unpack_prepare(got: Any, model: nn.Module, batch: torch.Tensor) -> tuple[An
         raise Wrong("You returned only the model. The batch you moved is lost: return both, "
                     "`return model, batch`.", NOT_BOTH_RETURNED)
     if is_tensor(got):
-        raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.",
-                    NOT_BOTH_RETURNED)
+        raise Wrong("You returned only the batch. Return both, model first: `return model, batch`.", NOT_BOTH_RETURNED)
     if type(got) not in (tuple, list):
         raise Wrong(f"You returned {safe_repr(got)} ({type(got).__name__}); return a pair, "
                     "`return model, batch`.", misconceptions.WRONG_TYPE)

@@ -220,8 +220,7 @@ def _check_same_keys(orig: dict, got: dict, path: str) -> None:
         raise Wrong(f"`{path}` lost the key(s) {', '.join(map(repr, missing))}. Keep every entry: "
                     "entries that are not tensors come back unchanged.", DROPPED_NON_TENSORS)
     if extra:
-        raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.",
-                    CHANGED_KEYS)
+        raise Wrong(f"`{path}` has new key(s) {', '.join(map(repr, extra))}. Keep the same keys.", CHANGED_KEYS)
 
 
 def _check_same_object(orig: Any, got: Any, path: str) -> None:
@@ -378,8 +377,7 @@ def _paths_of_kind(obj: Any, kind: str, path: str, top: bool = False) -> list[st
 
 def _check_placement(fn: Callable, case: Any, target: Any, norm: torch.device, tensors: list,
                      untouched: list[tuple[str, type]], shown: str) -> None:
-    stuck = [(path, depth, parent, orig, got) for path, depth, parent, orig, got in tensors
-             if not on_target(got, norm)]
+    stuck = [(path, depth, parent, orig, got) for path, depth, parent, orig, got in tensors if not on_target(got, norm)]
     if stuck:
         moved = [entry for entry in tensors if on_target(entry[4], norm)]
         path, depth, parent, orig, got = stuck[0]

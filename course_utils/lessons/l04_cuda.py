@@ -41,8 +41,7 @@ def _code(fn: Callable) -> str:
     except BaseException:
         return ""
     try:
-        tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(src).readline)
-                  if tok.type != tokenize.COMMENT]
+        tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(src).readline) if tok.type != tokenize.COMMENT]
         return tokenize.untokenize(tokens)
     except BaseException:  # e.g. a lambda whose source line does not parse on its own
         return src
@@ -109,8 +108,7 @@ def _check_other_accelerator(fn: Callable, cases: list[torch.Tensor]) -> None:
             if not _device.supports_dtype(fake, t.dtype):  # an accelerator without float64 (MPS)
                 continue
             asked.clear()
-            got = _call_on_other_accelerator(fn, t)
-            got = expect_tensor(got, f"For {a_tensor(t)}, your result")
+            got = expect_tensor(_call_on_other_accelerator(fn, t), f"For {a_tensor(t)}, your result")
             _check_moved_to_other_accelerator(fn, got, fake, asked)
             _kept_shape_and_dtype(t, got)
 
@@ -126,8 +124,7 @@ def _call_on_other_accelerator(fn: Callable, t: torch.Tensor) -> object:
                 "MPS): `torch.accelerator` reports it, `torch.cuda.is_available()` is False. Your function still "
                 f"asked for CUDA and failed with {safe_repr(_error_text(e.error), 160)}. "
                 "Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; move `t` to "
-                "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn),
-                HARD_CODED_CUDA) from None
+                "`torch.accelerator.current_accelerator()` instead." + _index_zero_note(fn), HARD_CODED_CUDA) from None
         raise
 
 
@@ -149,14 +146,12 @@ def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: tor
             "`torch.cuda.is_available()` is False, as on a Mac with MPS), but your function returned the tensor "
             "on `cpu`. Testing `torch.cuda.is_available()`, or trying `.cuda()` and falling back, misses every "
             "accelerator that is not CUDA: ask `torch.accelerator.is_available()` and `current_accelerator()` "
-            "inside the function.",
-            ONLY_CUDA_COUNTED)
+            "inside the function.", ONLY_CUDA_COUNTED)
     if got.device.type != fake.type:
         raise Wrong(
             "The available accelerator was not CUDA (simulated, as on a Mac), but your function moved the tensor "
             f"to `{got.device}`. Hard-coded `.cuda()`, `.to('cuda')` or `'cuda:0'` only works with CUDA; "
-            "move to `torch.accelerator.current_accelerator()`."
-            + _index_zero_note(fn), HARD_CODED_CUDA)
+            "move to `torch.accelerator.current_accelerator()`." + _index_zero_note(fn), HARD_CODED_CUDA)
 
 
 def _check_real_accelerator(fn: Callable, cases: list[torch.Tensor]) -> str:
@@ -383,5 +378,4 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
                     f"{safe_repr(masked.unique()[:3].tolist())}.", MASK_NOT_INF)
     wrong = int((got != want).sum())
     raise Wrong(f"For scores that are {a_tensor(t)}, {wrong} entries differ from the expected result. "
-                "Entries with column > row become -inf; every other entry keeps its score.",
-                misconceptions.WRONG_VALUE)
+                "Entries with column > row become -inf; every other entry keeps its score.", misconceptions.WRONG_VALUE)

@@ -49,9 +49,8 @@ def _build(cls: type, features: int) -> nn.Module:
         module = call(cls, features, context=f"Scaler({features})")
     except Crashed as e:
         text = str(e.error)
-        if isinstance(e.error, AttributeError) and ("before Module.__init__() call" in text
-                                                    or "_parameters" in text or "_buffers" in text
-                                                    or "_modules" in text):
+        if isinstance(e.error, AttributeError) and any(
+                part in text for part in ("before Module.__init__() call", "_parameters", "_buffers", "_modules")):
             raise Wrong(f"Scaler({features}) raised AttributeError: {safe_repr(text, 120)}. Your `__init__` "
                         "must call `super().__init__()` first: that sets up the module's registries of "
                         "parameters, buffers and submodules.", NO_SUPER_INIT) from None
@@ -181,8 +180,7 @@ def _check_values(module: nn.Module, features: int, gen: torch.Generator) -> Non
                          ((2, 3, features), torch.float64)):
         x = torch.randn(shape, generator=gen, dtype=dtype)
         original = x.clone()
-        out = expect_tensor(call(module, x, context=f"{a_tensor(x)}"),
-                            f"Scaler({features})(x) for x {a_tensor(x)}")
+        out = expect_tensor(call(module, x, context=f"{a_tensor(x)}"), f"Scaler({features})(x) for x {a_tensor(x)}")
         if not torch.equal(x, original):
             raise Wrong("Your forward changed its input in place (`x *= ...` or `x.mul_(...)`?). "
                         "Return a new tensor: `x * self.scale`.", misconceptions.WRONG_VALUE)
@@ -249,4 +247,3 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
         raise Wrong(f"For {a_tensor(x)} your output has shape {tuple(out.shape)}.", misconceptions.WRONG_SHAPE)
     if dev.type != "meta" and not torch.allclose(out.cpu(), x.cpu() * 2):
         raise Wrong(f"On {dev} your Scaler does not double its input.", misconceptions.WRONG_VALUE)
-

@@ -26,8 +26,7 @@ ARITHMETIC = frozenset({
     "add", "add_", "sum", "nansum", "cumsum", "cumsum_", "sub", "sub_", "mul", "mul_", "div", "div_",
     "mean", "addcmul", "addcmul_", "addcdiv", "index_add", "index_add_", "scatter_add", "scatter_add_",
     "scatter_reduce", "index_reduce", "mm", "bmm", "addmm", "addmv", "mv", "matmul", "dot", "einsum",
-    "baddbmm", "_foreach_add", "_foreach_add_", "linear", "tensordot",
-})
+    "baddbmm", "_foreach_add", "_foreach_add_", "linear", "tensordot"})
 
 NEVER_MOVED = misconceptions.code("07.batches-never-copied")
 COPY_PER_BATCH = misconceptions.code("07.copy-per-batch")
@@ -44,12 +43,10 @@ FLOAT_ZEROS = misconceptions.code("07.float-zeros-accumulator")
 TOTAL_OVERWRITTEN = misconceptions.code("07.total-overwritten")
 MEAN_NOT_SUM = misconceptions.code("07.mean-not-sum")
 
-
 _VALUE_CASES = (  # (number of batches, batch shape, dtype)
     (3, (4,), torch.float32), (2, (3, 4), torch.int32), (1, (2, 3), torch.float64), (5, (), torch.int64),
     (4, (2, 3, 2), torch.uint8), (3, (5,), torch.float16), (2, (0, 3), torch.float32),
-    (1, (4,), torch.int16), (6, (3, 1), torch.int8),
-)
+    (1, (4,), torch.int16), (6, (3, 1), torch.int8))
 _COUNT_CASES = ((3, (4,), torch.float32), (1, (2, 3), torch.float32), (4, (2, 2), torch.int32))
 
 
@@ -103,8 +100,7 @@ def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], dev
                 for b in batches)):
         raise Wrong(f"With {label}, you returned one of the input batches itself (or a view of it), not "
                     "a new tensor. Careful: `.to(device)` returns the very same tensor when it is already "
-                    "there. Changing your result would change the caller's batch; return a new tensor.",
-                    RETURNED_INPUT)
+                    "there. Changing your result would change the caller's batch; return a new tensor.", RETURNED_INPUT)
     if got.device.type != device.type:
         if got.device.type == "cpu":
             raise Wrong(f"With {label}, your result is on the CPU, but it should stay on `{device}`: "
@@ -184,8 +180,7 @@ def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Ten
     device_math = sorted(set(seen.ran_on(device.type, ARITHMETIC)))
     counted = f"I counted {h2d} host→device transfer{'s' if h2d != 1 else ''}"
     if h2d == 0:
-        where = (" and your result is on the CPU: the batches were never moved to the device."
-                 if on_cpu_result else ".")
+        where = " and your result is on the CPU: the batches were never moved to the device." if on_cpu_result else "."
         raise Wrong(f"With {label}, {counted}{where} Move the data with `.to(device)` (the check sees "
                     "copies made by `.to`, `.cuda()`, `torch.as_tensor` and `copy_`; a tensor rebuilt from "
                     "Python lists with `torch.tensor(...)` hides its copy and is slow).", NEVER_MOVED)

@@ -35,9 +35,7 @@ def _diagnose(got: float, want: float, candidates: list[tuple[Callable[[], float
         except ZeroDivisionError:
             continue
     rounded = _rounded_feedback(got, want, unit)
-    if rounded:
-        return rounded, ROUNDED
-    return default, misconceptions.WRONG_VALUE
+    return (rounded, ROUNDED) if rounded else (default, misconceptions.WRONG_VALUE)
 
 
 def _fmt(want: float, got: float) -> tuple[str, str]:
@@ -87,7 +85,6 @@ NO_GIGA = misconceptions.code("07.gb-not-converted")
 GIGA_BACKWARDS = misconceptions.code("07.gb-converted-backwards")
 RATE_INVERTED = misconceptions.code("07.rate-formula-inverted")
 ROUNDED = misconceptions.code("07.rounded-result")
-
 
 _BANDWIDTH_CASES = ((100_000_000, 0.008), (4096, 2.5e-6), (2**30, 0.085), (64, 1.2e-5),
                     (12_000_000_000, 1.0), (0, 1e-5), (3_000_000, 0.75))
@@ -144,7 +141,6 @@ def transfer_time(nbytes, latency_s, bandwidth_gbps):
 NO_LATENCY = misconceptions.code("07.forgot-latency")
 LATENCY_MULTIPLIED = misconceptions.code("07.latency-multiplied")
 
-
 _TIME_CASES = ((100_000_000, 1e-5, 12.0), (4096, 1e-5, 12.0), (0, 8e-6, 25.0), (2**30, 8e-6, 12.0),
                (64, 2e-6, 50.0), (1_000_000_000, 0.0, 10.0), (5_000_000, 3e-3, 0.5))
 
@@ -159,8 +155,7 @@ def _grade_transfer_time(fn: Callable) -> str:
     for n, lat, bw in _TIME_CASES:
         want = transfer_time(n, lat, bw)
         where = f"For nbytes={n:,}, latency_s={lat:g} and bandwidth_gbps={bw:g}"
-        got = _as_number(call(fn, n, lat, bw, context=f"nbytes={n}, latency_s={lat}, bandwidth_gbps={bw}"),
-                         where)
+        got = _as_number(call(fn, n, lat, bw, context=f"nbytes={n}, latency_s={lat}, bandwidth_gbps={bw}"), where)
         if _close(got, want):
             continue
         flow = n / (bw * 1e9)

@@ -41,9 +41,7 @@ def _wrapped_state(gen: torch.Generator) -> list[tuple[str, dict, str]]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return a is b
-    return type(a) is type(b) and a == b
+    return (a is b) if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) else (type(a) is type(b) and a == b)
 
 
 STATE_DICT_CHANGED = misconceptions.code("08.state-dict-changed-in-place")
@@ -62,8 +60,7 @@ VALUES_COPIED = misconceptions.code("08.copied-values")
 def _grade_strip_prefix(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(8)
     for description, state, prefix in _wrapped_state(gen):
-        original = dict(state)
-        given = dict(state)
+        original, given = dict(state), dict(state)
         got = call(fn, given, prefix, context=description)
         want = strip_prefix(original, prefix)
         if dict(given) != original or list(given) != list(original):
