@@ -297,7 +297,7 @@ def report(students: int = 1000, repeats: int = 3) -> list[str]:
 
     _tests_on_path()
     from classroom.generated_class import generate
-    from course_utils.classroom.reports import write_gradescope
+    from course_utils.classroom.writing.reports import write_gradescope
 
     klass = generate(students)
     rows = ["| input | rows | format | wall time (s), best of 3 | report size |", "|---|---:|---|---:|---:|"]
@@ -317,7 +317,7 @@ def report(students: int = 1000, repeats: int = 3) -> list[str]:
                     best = min(best, time.perf_counter() - start)
                 rows.append(f"| {label}, {students} students × {len(klass.grades) // students} lessons | {count} | "
                             f"{fmt} | {best:.2f} | {out.stat().st_size / 1024:.0f} KiB |")
-        from course_utils.classroom import class_report
+        from course_utils.classroom.writing import class_report
         inside = []
         for source in (csv_path, Path(tmp, "gradescope")):
             start = time.perf_counter()

@@ -21,7 +21,8 @@ from . import __version__
 from .exceptions import CourseError
 
 try:
-    from .classroom import autograder, class_report, cli as grade_cli, links, release
+    from .classroom import autograder, cli as grade_cli, links, release
+    from .classroom.writing import class_report
 except ImportError:   # the students' package of an assessed class has no classroom: grading is the teacher's
     autograder = class_report = grade_cli = links = release = None
 

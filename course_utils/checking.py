@@ -3,7 +3,7 @@ PyTorch's global state kept, and turns what the grader says into a :class:`~cour
 
 The exercises themselves (reference, grader, hints) are in the registry, :mod:`course_utils.exercises`; the pieces
 a grader is made of are in :mod:`course_utils.grading`. ``cu.check``, the widgets' Check button
-(:mod:`course_utils.learner`) and the batch grader's worker (:mod:`course_utils.classroom.worker`) all run this.
+(:mod:`course_utils.learner`) and the batch grader's worker (:mod:`course_utils.classroom.sandbox.worker`) all run this.
 """
 from __future__ import annotations
 

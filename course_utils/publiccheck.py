@@ -59,6 +59,18 @@ class Example:
     args: tuple
     kwargs: dict
     expected: Any
+    #: For a class answer: how the object was made (its arguments), what was done to it before (``(method, args)``
+    #: calls such as ``.to``), and the method called (``__call__`` for the object itself); None for a function.
+    made: Optional[tuple] = None
+    before: tuple = ()
+    method: str = "__call__"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A result compared by its type's name only (an optimizer the answer returns)."""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -94,13 +106,13 @@ def portable(value: Any, device: torch.device) -> Any:
             raise _NotPlain(type(value).__name__)
         if value.device.type == "cpu":
             return value.detach().clone()
-        if value.device.type != device.type:
+        if value.device.type != device.type or value.device.index:   # a second GPU: the learner may have one
             raise _NotPlain(str(value.device))
         return OnDevice(torch.Tensor.cpu(value).detach().clone())
     if isinstance(value, torch.device):
         if value.type == "cpu":
             return value
-        if value.type != device.type:
+        if value.type != device.type or value.index:
             raise _NotPlain(str(value))
         return DeviceName(False, value.index is not None)
     if isinstance(value, str) and value.split(":")[0] == device.type:
@@ -109,17 +121,20 @@ def portable(value: Any, device: torch.device) -> Any:
         return value
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(portable(v, device) for v in value)
-    if type(value) is dict and all(isinstance(k, str) for k in value):
+    if type(value) is dict and all(type(k) in (str, int) for k in value):
         return {k: portable(v, device) for k, v in value.items()}
     if isinstance(value, torch.nn.Module) and type(value).__module__.startswith("torch.nn"):
         return _module_on_cpu(value, device)
+    if isinstance(value, torch.optim.Optimizer):
+        return Kind(type(value).__name__)
     raise _NotPlain(type(value).__name__)
 
 
 def _module_on_cpu(module: torch.nn.Module, device: torch.device) -> Any:
     """One of PyTorch's own layers, kept on the CPU with a note of which of its tensors were on the accelerator."""
-    on_device = [name for name, t in module.state_dict().items() if t.device.type == device.type]
-    if any(t.device.type not in ("cpu", device.type) for t in module.state_dict().values()):
+    held = [*module.named_parameters(), *module.named_buffers()]   # non-persistent buffers too
+    on_device = [name for name, t in held if t.device.type == device.type]
+    if any(t.device.type not in ("cpu", device.type) or t.device.index for _, t in held):
         raise _NotPlain("a layer on another device")
     on_cpu = torch.nn.Module.to(copy.deepcopy(module), "cpu")
     return ("__module__", on_cpu, tuple(on_device))
@@ -164,13 +179,23 @@ def record(reference: Callable, device: torch.device) -> Iterator[list[Example]]
     :func:`course_utils.grading.call` in the block, on plain inputs and outside a simulated machine (whose answers
     the learner's machine does not give)."""
     kept: list[Example] = []
+    made: dict[int, tuple[Any, tuple, list]] = {}   # id -> (an object the reference class made, how, what was done)
 
     def seen(fn: Callable, args: tuple, kwargs: dict, result: Any, context: str) -> None:
-        if fn is not reference or len(kept) >= MOST or not _real_machine():
+        owner = made.get(id(getattr(fn, "__self__", fn)))
+        if len(kept) >= MOST or not _real_machine() or (fn is not reference and owner is None):
             return
         try:
-            kept.append(Example((context or "the check's input").replace(device.type, GPU), portable(args, device),
-                                portable(kwargs, device), portable(result, device)))
+            call_args = (portable(args, device), portable(kwargs, device))
+            if fn is reference and isinstance(reference, type):   # an object to call methods of, next
+                made[id(result)] = (result, call_args, [])
+            elif owner is not None and getattr(fn, "__name__", "") == "to":
+                owner[2].append(("to", call_args))
+            else:
+                how = {} if owner is None else {"made": owner[1], "before": tuple(owner[2]),
+                                                "method": getattr(fn, "__name__", "__call__")}
+                kept.append(Example((context or "the check's input").replace(device.type, GPU), *call_args,
+                                    portable(result, device), **how))
         except _NotPlain:
             pass
 
@@ -198,6 +223,8 @@ def same(got: Any, want: Any) -> bool:
         if want.dtype.is_floating_point or want.dtype.is_complex:
             return bool(torch.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
         return bool(torch.equal(got, want))
+    if isinstance(want, Kind):
+        return type(got).__name__ == want.name
     if isinstance(want, bool) or want is None or isinstance(want, (str, torch.device)):
         return type(got) is type(want) and got == want
     if isinstance(want, (int, float)):
@@ -225,23 +252,39 @@ def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) ->
         course_utils.grading.Wrong: an example's result differs (the feedback names the example).
         course_utils.grading.NotAttempted, course_utils.grading.Crashed: as :func:`course_utils.grading.call`.
     """
-    tried = 0
-    for example in exercise.examples:
+    if is_stub(answer):
+        raise grading.NotAttempted()
+    tried = 0   # the examples on the learner's GPU first: device bugs show there, as in the full checks
+    for example in sorted(exercise.examples, key=lambda e: not _needs_device(e)):
         if device is None and _needs_device(example):
             continue
         what = example.what.replace(GPU, device.type if device is not None else "cpu")
         args, kwargs = local(example.args, device), local(example.kwargs, device)
-        got = call(answer, *args, context=what, **kwargs)
+        got = call(_callee(answer, example, device), *args, context=what, **kwargs)
         want = local(example.expected, device)
         tried += 1
         if not same(got, want):
             raise grading.Wrong(f"For {what}, your answer gave {safe_repr(got)}; the expected result is "
                                 f"{safe_repr(want)}. " + GRADED_LATER, misconceptions.WRONG_VALUE)
     if not tried:
-        if is_stub(answer):
-            raise grading.NotAttempted()
         return ("This exercise has no examples that run here: try your code in the cells above it. " + GRADED_LATER)
     return f"Your answer gave the expected result on all {tried} examples it was tried on. " + GRADED_LATER
+
+
+def _callee(answer: Callable, example: Example, device: Optional[torch.device]) -> Callable:
+    """What an example calls: the answer itself, or for a class answer the method of an object made as the check
+    made the reference's."""
+    if example.made is None:
+        return answer
+    args, kwargs = local(example.made, device)
+    made = call(answer, *args, context=f"{getattr(answer, '__name__', 'your class')}(...)", **kwargs)
+    for name, (args, kwargs) in example.before:
+        made = call(getattr(made, name), *local(args, device), context=f".{name}(...)", **local(kwargs, device))
+    method = made if example.method == "__call__" else getattr(made, example.method, None)
+    if not callable(method):
+        raise grading.Wrong(f"Your {type(made).__name__} has no method `{example.method}`: keep the names the "
+                            "exercise gives. " + GRADED_LATER, misconceptions.WRONG_TYPE)
+    return method
 
 
 #: Said under every public check.
@@ -277,7 +320,7 @@ def _needs_device(example: Example) -> bool:
         elif isinstance(value, dict):
             for v in value.values():
                 visit(v)
-    visit((example.args, example.kwargs, example.expected))
+    visit((example.args, example.kwargs, example.expected, example.made, example.before))
     return bool(found)
 
 
@@ -324,5 +367,5 @@ def load(path: Path = EXAMPLES_FILE) -> dict[str, Exercise]:
     return {e.id: e for e in data}
 
 
-__all__ = ["Example", "Exercise", "EXAMPLES_FILE", "GRADED_LATER", "PUBLIC_MARK", "record", "run", "same", "load",
-           "portable", "local", "placeholder", "register"]
+__all__ = ["Example", "Exercise", "Kind", "EXAMPLES_FILE", "GRADED_LATER", "PUBLIC_MARK", "record", "run", "same",
+           "load", "portable", "local", "placeholder", "register"]

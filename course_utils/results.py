@@ -8,7 +8,7 @@ from .text import card, code_html
 
 #: The MIME type of the record of quiz predictions that ``cu.progress()`` adds to its output
 #: (:class:`course_utils.store.Summary`): a notebook handed in with that output carries the learner's predictions,
-#: which ``python -m course_utils grade --predictions`` reads (:mod:`course_utils.classroom.predictions`).
+#: which ``python -m course_utils grade --predictions`` reads (:mod:`course_utils.classroom.writing.predictions`).
 PREDICTIONS_MIME = "application/vnd.course-utils.predictions+json"
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"

@@ -6,6 +6,7 @@ The bottom floor of the package: it imports nothing of the course.
 from __future__ import annotations
 
 import html
+import re
 import textwrap
 
 #: The width plain-text output wraps at, at spaces: JupyterLab breaks a longer output line anywhere, even
@@ -24,6 +25,12 @@ def shorten(text: str, limit: int) -> str:
         limit: the most characters the result may have (at least 1).
     """
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clean(text: str, limit: int = 600) -> str:
+    """One line, no memory addresses, at most ``limit`` characters: the same answer gives the same feedback."""
+    text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x…", re.sub(r" at 0x[0-9a-fA-F]+", "", str(text)))
+    return shorten(" ".join(text.split()), limit)
 
 
 def wrapped(text: str, first: str = "", then: str = "") -> list[str]:

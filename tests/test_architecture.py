@@ -133,7 +133,7 @@ def test_no_import_cycles():
 
 
 def test_the_graph_sees_imports_in_functions_and_by_name():
-    assert "course_utils.classroom.processes" in GRAPH["course_utils.classroom.worker"]  # imported in a function
+    assert "course_utils.classroom.sandbox.processes" in GRAPH["course_utils.classroom.sandbox.worker"]  # imported in a function
     assert "course_utils.device" in GRAPH["course_utils"]
 
 
@@ -188,7 +188,7 @@ def test_no_module_names_another_modules_private_names_in_a_string():
 
 
 def test_the_string_check_sees_private_names_spelled_out():
-    integrity = "course_utils.classroom.integrity"
+    integrity = "course_utils.classroom.sandbox.integrity"
     old = ('TABLES = frozenset({"course_utils.exercises._REGISTRY",\n'
            '                    "course_utils.lessons.l03_to_device._Watched.calls", f"course_utils.store._SESSION"})\n'
            'def f():\n    """See :func:`course_utils.notebook._cells`."""\n')
@@ -196,7 +196,7 @@ def test_the_string_check_sees_private_names_spelled_out():
         f"{integrity}: {name!r}" for name in ("course_utils.exercises._REGISTRY",
                                               "course_utils.lessons.l03_to_device._Watched.calls",
                                               "course_utils.notebook._cells", "course_utils.store._SESSION")]
-    allowed = ('"course_utils.check.__code__", "course_utils.store.CHANGING", "course_utils.classroom.integrity._x", '
+    allowed = ('"course_utils.check.__code__", "course_utils.store.CHANGING", "course_utils.classroom.sandbox.integrity._x", '
                '"course_utils.store"')
     assert private_names_in_strings(integrity, allowed) == []
 
@@ -216,7 +216,7 @@ FLOORS = [
     ["__main__", ""],                                                          # the command line, the package
 ]
 #: The one import upward: the grader's worker gives answer cells the package as learners import it (`cu`).
-UPWARD = {("course_utils.classroom.worker", "course_utils")}
+UPWARD = {("course_utils.classroom.sandbox.worker", "course_utils")}
 
 
 def floor_of(module: str) -> int:
@@ -231,6 +231,33 @@ def test_every_module_has_a_floor_and_imports_only_downwards():
     upward = [(m, t) for m in MODULES for t in GRAPH[m]
               if floor_of(t) > floor_of(m) and (m, t) not in UPWARD]
     assert upward == [], upward
+
+
+#: The rooms of ``classroom``, and the modules of the sandbox that the rest of it may use: the grader starts runs and
+#: reads their messages; nothing else reaches into where learner code runs.
+ROOMS = ("reading", "sandbox", "writing")
+SANDBOX_DOORS = {"course_utils.classroom.sandbox.runs", "course_utils.classroom.sandbox.messages"}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "classroom" and parts[2] in ROOMS else ""
+
+
+def test_the_classroom_keeps_its_rooms():
+    """Reading a class runs nothing and writes nothing; what is written for the teacher never runs learner code; the
+    sandbox reads cells but writes no report; outside the sandbox only its doors (runs, messages) are used."""
+    rooms = {m: _room(m) for m in MODULES if m.startswith("course_utils.classroom.")}
+    assert {r for r in rooms.values()} == {"", *ROOMS}
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for module, room in rooms.items():
+        used = {t for t in GRAPH[module] if t.startswith("course_utils.classroom.")}
+        assert not (room == "reading" and {_room(t) for t in used} & {"sandbox", "writing"}), (module, used)
+        assert not (room == "writing" and {_room(t) for t in used} & {"sandbox"}), (module, used)
+        assert not (room == "sandbox" and {_room(t) for t in used} & {"writing"}), (module, used)
+        assert room == "sandbox" or {t for t in used if _room(t) == "sandbox"} <= SANDBOX_DOORS, (module, used)
+        if room and not module.endswith(f".{room}"):
+            assert f"`{module.rsplit('.', 1)[1]}`" in page, module   # the page names each room's modules
 
 
 def test_the_architecture_page_names_every_module():

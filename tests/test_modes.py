@@ -15,7 +15,7 @@ import course_utils as cu
 from course_utils import checking, learner, modes
 from course_utils.classroom import grade_all
 from course_utils.classroom.autograder import build
-from course_utils.classroom.runs import Limits
+from course_utils.classroom.sandbox.runs import Limits
 from course_utils.exercises import exercise_ids, get_exercise
 from test_check_properties import behaviours, make_answer
 

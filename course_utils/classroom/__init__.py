@@ -1,15 +1,19 @@
 """Grading a class: ``python -m course_utils grade NOTEBOOK|FOLDER... --out grades.csv``.
 
-One module per stage (the building blocks of a single check are :mod:`course_utils.grading`):
+Three rooms, and the commands between them (the building blocks of a single check are :mod:`course_utils.grading`):
 
-* :mod:`.submissions`: find the notebooks, read them, tell their lesson; :mod:`.cells`: which cells run, read
-  as IPython reads them, and the static checks on them;
-* :mod:`.runs`: run one submission (fork server, supervisor, worker) and watch it to its end;
-* :mod:`.forkserver`, :mod:`.worker`, :mod:`.integrity`, :mod:`.guard`, :mod:`.processes`: the fork server and the
-  worker side, what keeps a check honest, and process control; :mod:`.messages`: the signed channel between
-  worker and grader, and the names of its messages and of how a run ends;
-* :mod:`.grader`: one submission's grade, and a batch's;
-* :mod:`.reports`: CSV, Gradescope ``results.json`` and the summary; :mod:`.cli`: the command.
+* :mod:`.reading`, reading a class: :mod:`~.reading.layouts` (whose each submission is, in the layouts schools
+  collect in), :mod:`~.reading.submissions` (the notebooks, read, and their lesson), :mod:`~.reading.cells` (which
+  cells run, read as IPython reads them, and the static checks made before anything runs);
+* :mod:`.sandbox`, running learner code: :mod:`~.sandbox.runs` (one submission's run, watched to its end), the
+  :mod:`~.sandbox.forkserver` and the :mod:`~.sandbox.worker`, :mod:`~.sandbox.integrity` and :mod:`~.sandbox.guard`
+  (what keeps a check honest), :mod:`~.sandbox.processes` (process control), :mod:`~.sandbox.messages` (the signed
+  channel between worker and grader, and how a run ends);
+* :mod:`.writing`, what the teacher gets: :mod:`~.writing.reports` (CSV, Gradescope ``results.json``, the summary),
+  the class report (:mod:`~.writing.class_stats`, :mod:`~.writing.class_page`, :mod:`~.writing.class_report`), the
+  :mod:`~.writing.gradebook` and the quiz :mod:`~.writing.predictions`;
+* between them: :mod:`.grader` (one submission's grade, and a batch's), :mod:`.cli` (``grade``),
+  :mod:`.autograder` (Gradescope), :mod:`.release` (the students' release) and :mod:`.links` (launch links).
 
 Each submission is graded on what its answer cells *do*, not on what the notebook *says*:
 
@@ -19,8 +23,8 @@ Each submission is graded on what its answer cells *do*, not on what the noteboo
    exercise of its lesson: ``--lesson``, else the ``NN`` of the file name ``NN_*.ipynb``, else the
    lesson of most of its answer cells, else of the exercise ids the file mentions, else the batch's
    one lesson. Answer cells of other lessons are not run; the grade says they were ignored.
-2. The answer cells run, in notebook order, in a fresh process (:mod:`course_utils.classroom.worker`,
-   forked by a per-run supervisor, itself forked from a server that has imported PyTorch once: :mod:`.forkserver`)
+2. The answer cells run, in notebook order, in a fresh process (:mod:`course_utils.classroom.sandbox.worker`,
+   forked by a per-run supervisor, itself forked from a server that has imported PyTorch once: :mod:`.sandbox.forkserver`)
    with a memory limit (``RLIMIT_DATA`` per process, and a watchdog here that sums the private memory of
    every process the run started), a time limit per cell and the package's own time limit per
    check. They run in the namespace a notebook's setup cell gives (``torch``, ``nn``, ``F``, ``cu``,
@@ -43,7 +47,7 @@ Each submission is graded on what its answer cells *do*, not on what the noteboo
    own points. Answer cells that read the checker's stack (``sys._getframe``, ``inspect.stack``,
    ``f_locals``... see :func:`reaches_into_course`) score 0 for their exercise, as does an answer that
    *is* a reference solution (an alias, a wrapper, a copy made from its source) or *calls* one while it
-   is checked (see :mod:`course_utils.classroom.worker`). A run whose supervisor was killed
+   is checked (see :mod:`course_utils.classroom.sandbox.worker`). A run whose supervisor was killed
    scores 0 as a whole (what happened after that depends on timing).
 
 Threat model. This defeats what learners actually do, by accident or on purpose: redefining or
@@ -67,11 +71,11 @@ secrets and no network (see the instructor's guide). ``--jobs N`` may use up to
 from ..exceptions import InvalidSubmission
 from .cli import add_arguments, run
 from .grader import TOTAL, Row, SubmissionGrade, grade_all, grade_notebook
-from .reports import (CSV_HEADER, csv_field, csv_rows, gradescope_folder, gradescope_folders, gradescope_results,
-                      summary_table, write_csv, write_gradescope)
-from .runs import Limits
-from .cells import answer_cells
-from .submissions import find_submissions, lesson_of, read_notebook
+from .writing.reports import (CSV_HEADER, csv_field, csv_rows, gradescope_folder, gradescope_folders,
+                              gradescope_results, summary_table, write_csv, write_gradescope)
+from .sandbox.runs import Limits
+from .reading.cells import answer_cells
+from .reading.submissions import find_submissions, lesson_of, read_notebook
 
 __all__ = ["Limits", "Row", "SubmissionGrade", "InvalidSubmission", "find_submissions", "read_notebook",
            "answer_cells", "lesson_of", "grade_notebook", "grade_all", "csv_rows", "csv_field", "write_csv",

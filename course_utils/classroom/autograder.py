@@ -22,11 +22,11 @@ from typing import Optional, TextIO
 from .. import modes
 from ..misconceptions import NOT_GRADED
 from ..files import atomic_open, write_text_atomic
-from .cells import answer_cells
+from .reading.cells import answer_cells
 from .grader import SubmissionGrade, grade_notebook
-from .reports import gradescope_results
-from .runs import Limits
-from .submissions import lesson_exercises, lesson_number, lesson_of, read_notebook
+from .writing.reports import gradescope_results
+from .sandbox.runs import Limits
+from .reading.submissions import lesson_exercises, lesson_number, lesson_of, read_notebook
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ALL = "all"

@@ -15,11 +15,12 @@ from typing import Iterator, Optional, TextIO
 from .. import modes
 from ..exceptions import UsageError
 from ..files import is_within, same_file
-from . import layouts, predictions
+from .reading import layouts
+from .writing import predictions
 from .grader import SubmissionGrade, grade_all
-from .reports import CsvFile, gradescope_folders, printable, summary_table, write_results
-from .runs import Limits
-from .submissions import find_submissions, lesson_exercises, lesson_number
+from .writing.reports import CsvFile, gradescope_folders, printable, summary_table, write_results
+from .sandbox.runs import Limits
+from .reading.submissions import find_submissions, lesson_exercises, lesson_number
 
 
 class _Progress:

@@ -14,11 +14,12 @@ from typing import Callable, NamedTuple, Optional, Sequence
 from .. import misconceptions, modes
 from ..exceptions import InvalidSubmission, NotANotebook
 from ..results import FAILED, PASSED
-from .cells import (OWN_CELL, AnswerCell, answer_cells, checked_after, defines, own_cells, reaches_into_course,
-                    run_order, why_unrunnable)
-from .messages import FATAL_CELL_ERRORS, CellMessage, End, ResultMessage, Stage, StageMessage, TamperedMessage, clean
-from .runs import STARTUP_LIMIT, Limits, Run, fork_server, grader_error, how_it_ended, run_worker, stop_server
-from .submissions import file_lesson, lesson_exercises, lesson_of, read_notebook
+from ..text import clean
+from .reading.cells import (OWN_CELL, AnswerCell, answer_cells, checked_after, defines, own_cells, reaches_into_course,
+                            run_order, why_unrunnable)
+from .reading.submissions import file_lesson, lesson_exercises, lesson_of, read_notebook
+from .sandbox.messages import FATAL_CELL_ERRORS, CellMessage, End, ResultMessage, Stage, StageMessage, TamperedMessage
+from .sandbox.runs import STARTUP_LIMIT, Limits, Run, fork_server, grader_error, how_it_ended, run_worker, stop_server
 
 
 TOTAL = "TOTAL"

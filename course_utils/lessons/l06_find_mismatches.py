@@ -2,6 +2,7 @@
 is in :mod:`course_utils.lessons.l06_mismatch_errors`)."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable
 
 import torch
@@ -32,18 +33,13 @@ def find_mismatches(model, inputs, device):
     return sorted(name for name, tensor in named if tensor.device != device)
 
 
-class _Net(nn.Module):
-    """The model the checks use: nested layers, BatchNorm buffers, a persistent and a non-persistent buffer."""
-
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6))
-        self.head = nn.Linear(6, 2)
-        self.register_buffer("scale", torch.ones(2))
-        self.register_buffer("mask", torch.ones(2), persistent=False)
-
-    def forward(self, x):
-        return self.head(self.body(x)) * self.scale * self.mask
+def _net() -> nn.Module:
+    """The model the checks use: nested layers, BatchNorm buffers, a persistent and a non-persistent buffer (built of
+    PyTorch's own layers, so that the students' public checks can keep it)."""
+    model = nn.Sequential(OrderedDict(body=nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6)), head=nn.Linear(6, 2)))
+    model.register_buffer("scale", torch.ones(2))
+    model.register_buffer("mask", torch.ones(2), persistent=False)
+    return model
 
 
 class _ReportsDevice(torch.Tensor):
@@ -72,40 +68,40 @@ def _mismatch_cases() -> list[tuple[str, nn.Module, dict, Any, str]]:
     target = target_device()
     cases = []
 
-    model = _Net()
+    model = _net()
     cases.append((f"the model on the CPU, input `x` on {target}, device=\"cpu\" (a string)", model,
                   {"x": torch.randn(8, 4, generator=gen).to(target), "y": torch.randn(8, generator=gen)},
                   "cpu", "string"))
 
-    model = _Net()
+    model = _net()
     model.body.to(target)  # everything but the head moves
     model.scale, model.mask = model.scale.to(target), model.mask.to(target)
     cases.append((f"the model moved to {target} except its head, device=torch.device(\"{target}\")", model,
                   {"x": torch.randn(8, 4, generator=gen).to(target),
                    "labels": torch.randint(0, 2, (8,), generator=gen)}, target, "device"))
 
-    model = _Net().to(target)
+    model = _net().to(target)
     model.scale = torch.ones(2)  # replaces the registered buffer with a CPU tensor: still a buffer
     cases.append((f"a buffer (`scale`) left on the CPU, device=\"{target}\"", model,
                   {"x": torch.randn(8, 4, generator=gen).to(target)}, str(target), "buffer"))
 
-    model = _Net().to(target)
+    model = _net().to(target)
     model.mask = torch.ones(2)
     cases.append((f"a buffer registered with persistent=False (`mask`) left on the CPU, device=\"{target}\"", model,
                   {"x": torch.randn(8, 4, generator=gen).to(target)}, str(target), "nonpersistent"))
 
-    cases.append(("everything on the CPU, device=torch.device(\"cpu\")", _Net(),
+    cases.append(("everything on the CPU, device=torch.device(\"cpu\")", _net(),
                   {"x": torch.randn(8, 4, generator=gen)}, torch.device("cpu"), "none"))
 
-    cases.append((f"the whole model on {target} and no inputs, device=\"cpu\"", _Net().to(target), {}, "cpu",
+    cases.append((f"the whole model on {target} and no inputs, device=\"cpu\"", _net().to(target), {}, "cpu",
                   "unsorted"))
 
     on_gpu0, on_gpu1 = _on_gpu(0, gen), _on_gpu(1, gen)
     cases.append((f"a machine with two GPUs: inputs on {on_gpu0.device} and {on_gpu1.device}, "
-                  f"device=torch.device(\"{on_gpu0.device}\")", _Net(),
+                  f"device=torch.device(\"{on_gpu0.device}\")", _net(),
                   {"on_gpu0": on_gpu0, "on_gpu1": on_gpu1}, on_gpu0.device, "index"))
 
-    model = _Net()
+    model = _net()
     model.head.to(target)  # everything but the body moves
     model.scale, model.mask = model.scale.to(target), model.mask.to(target)
     cases.append((f"the model on {target} except its body, input `x` on the CPU, device=\"{target}\"", model,

@@ -18,8 +18,8 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 from .. import misconceptions, modes, transfer
 from ..inventory import PLAIN, walk
 from ..exercises import grader
-from ..grading import (Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test, expect_tensor,
-                       gpu_refuses, is_tensor, read_no_data, safe_repr, text_of)
+from ..grading import (OBSERVERS, Crashed, ModesKept, NotAttempted, TimeLimit, Wrong, call, devices_to_test,
+                       expect_tensor, gpu_refuses, is_tensor, read_no_data, safe_repr, text_of)
 from .l06_mismatch_errors import CONSTANT_AS_PARAMETER, MADE_IN_FORWARD, NO_SUPER_INIT, PLAIN_ATTRIBUTE
 # imported first, lesson 07's exercises register before the capstone, as in the course's order
 from .l07_sum_batches import MEAN_NOT_SUM, preview
@@ -264,7 +264,7 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
                   "optimizer": checkpoint["optimizer"]}
     watcher = _Watch(device, batches, _plain_attributes(model), repair) if watch else None
     context, swap = f"{label} on {device}", torch.__future__.get_swap_module_params_on_conversion()
-    steps = []
+    steps, given = [], copy.deepcopy((batches, device, checkpoint)) if OBSERVERS else None   # fit may change them
 
     def count_step(optimizer: Any, *_: Any) -> None:   # a step of the model's own parameters, each with a gradient
         held = [p for group in optimizer.param_groups for p in group["params"]]
@@ -286,7 +286,8 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
         text = text_of(e)
         if watcher is not None and watcher.mixes:   # failed past a mix it went on from: the mixes met say it
             watcher.repair, got = False, None
-        elif isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text or "Unexpected key" in text):
+        elif isinstance(e, RuntimeError) and "state_dict" in text and ("Missing key" in text
+                                                                       or "Unexpected key" in text):
             raise Wrong(f"With {context}, loading the checkpoint failed: {safe_repr(text, 200)}. The checkpoint "
                         "holds `layer.weight`, `layer.bias` and the buffer `mean`: keep those names.",
                         SCRIPT_CHANGED) from None
@@ -295,6 +296,8 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     finally:
         hook.remove()
         torch.__future__.set_swap_module_params_on_conversion(swap)
+    for observe in OBSERVERS if got is not None else ():   # as :func:`call` does (the students' public examples)
+        observe(fit, given, {}, got, context)
     return _Run(model, got, watcher, sum(steps))
 
 

@@ -7,7 +7,7 @@ import pytest
 import a11y
 from classroom.generated_class import generate
 from conftest import ARTIFACTS
-from course_utils.classroom import class_report, predictions
+from course_utils.classroom.writing import class_report, predictions
 from course_utils.quizzes import get_quiz, quiz_ids
 
 pytestmark = pytest.mark.browser

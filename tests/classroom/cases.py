@@ -23,7 +23,7 @@ import pytest
 
 from course_utils.__main__ import main
 from course_utils.classroom import Limits
-from course_utils.classroom.cells import MAX_ANSWER_CHARS
+from course_utils.classroom.reading.cells import MAX_ANSWER_CHARS
 from course_utils.exercises import exercise_ids, get_exercise
 from course_utils.notebook import cell_source, exercise_cells
 from hostile_values import ClaimsToBe, EqualsAnything, LenientDispatchMode, LenientMode, always_equal
@@ -223,7 +223,7 @@ FIND = ("import os, signal\n"
         "    with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
         "        return f.read()\n"
         "def server():  # the topmost process running the fork server's code\n"
-        "    return [p for p in ancestors() if b'classroom.forkserver import serve' in cmdline(p)][-1]\n"
+        "    return [p for p in ancestors() if b'classroom.sandbox.forkserver import serve' in cmdline(p)][-1]\n"
         "def grader():\n"
         "    return next(p for p in ancestors() if b'-m\\x00course_utils\\x00grade' in cmdline(p))\n")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from course_utils import misconceptions
 from course_utils.classroom.grader import TOTAL, Row, SubmissionGrade
-from course_utils.classroom.reports import write_csv
+from course_utils.classroom.writing.reports import write_csv
 from course_utils.exercises import exercise_ids, get_exercise
 
 

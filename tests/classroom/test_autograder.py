@@ -34,7 +34,7 @@ def test_the_bundle_has_gradescopes_layout(bundle):
         setup = z.read("setup.sh").decode()
         run = z.read("run_autograder").decode()
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
-    assert {"setup.sh", "run_autograder", "course_utils/__init__.py", "course_utils/classroom/worker.py",
+    assert {"setup.sh", "run_autograder", "course_utils/__init__.py", "course_utils/classroom/sandbox/worker.py",
             "course_utils/lessons/l01_tensors.py"} <= names
     assert not any("__pycache__" in n for n in names)
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from course_utils.classroom import grade_all
-from course_utils.classroom.runs import Limits
-from course_utils.classroom.cells import answer_cells
+from course_utils.classroom.sandbox.runs import Limits
+from course_utils.classroom.reading.cells import answer_cells
 from course_utils.exercises import exercise_ids, get_exercise
 from nbtools import ROOT, load, notebook_paths, source
 

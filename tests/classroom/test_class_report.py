@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from course_utils import misconceptions
-from course_utils.classroom import class_page, class_report, class_stats
-from course_utils.classroom.reports import write_gradescope
+from course_utils.classroom.writing import class_page, class_report, class_stats
+from course_utils.classroom.writing.reports import write_gradescope
 from .generated_class import generate, lesson_codes
 
 

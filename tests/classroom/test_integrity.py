@@ -1,4 +1,4 @@
-"""course_utils.classroom.integrity: honest PyTorch is never tampering; changes to what the checks rely
+"""course_utils.classroom.sandbox.integrity: honest PyTorch is never tampering; changes to what the checks rely
 on cost the whole submission, with what changed; a reference solution is recognised by what an answer
 is and calls, not by the words in it; the grader's own limits are not blamed on the learner."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import course_utils as cu
-from course_utils.classroom import guard as guards, integrity
+from course_utils.classroom.sandbox import guard as guards, integrity
 from course_utils.exceptions import GraderLimit
 
 from .cases import COPIES_BY_COMPILE, L01_POINTS, SOL, linux_only, marks, points_of

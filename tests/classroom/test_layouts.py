@@ -1,4 +1,4 @@
-"""Whose each submission is, in the layouts schools collect a class in (:mod:`course_utils.classroom.layouts`), and
+"""Whose each submission is, in the layouts schools collect a class in (:mod:`course_utils.classroom.reading.layouts`), and
 the class report counted per student and per lesson handed in, whatever the layout."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from course_utils.classroom import class_page, class_report, class_stats, layouts
+from course_utils.classroom.writing import class_page, class_report, class_stats
+from course_utils.classroom.reading import layouts
 from course_utils.classroom.grader import SubmissionGrade
 from .generated_class import generate
 
@@ -59,6 +60,33 @@ def test_canvas_names_and_ids_are_read_from_the_file_name():
         ("doejane", "1234", layouts.CANVAS), ("doejane", "1234", layouts.CANVAS), ("lijun", "77", layouts.CANVAS)]
 
 
+def test_canvas_names_in_any_script_are_read():
+    found = layouts.students({"canvas/李雷_1004_5005_01_tensors.ipynb": {"01"},
+                              "canvas/Ørsted_1005_5006_01_tensors.ipynb": {"01"},
+                              "canvas/Иванов_LATE_1006_5007_01_tensors.ipynb": {"01"}})
+    assert [(s.name, s.id, s.layout) for s in found.values()] == [
+        ("李雷", "1004", layouts.CANVAS), ("Ørsted", "1005", layouts.CANVAS), ("Иванов", "1006", layouts.CANVAS)]
+
+
+def test_a_folder_per_student_is_never_read_as_canvas():
+    """Names that look like Canvas's (``week_5_01_...``) in a folder per student: carol and dave stay two students."""
+    found = layouts.students({"class/carol/week_5_01_tensors.ipynb": {"01"},
+                              "class/dave/week_5_01_tensors.ipynb": {"01"}})
+    assert {p: (s.key, s.layout) for p, s in found.items()} == {
+        "class/carol/week_5_01_tensors.ipynb": ("class/carol", layouts.FOLDERS),
+        "class/dave/week_5_01_tensors.ipynb": ("class/dave", layouts.FOLDERS)}
+
+
+@pytest.mark.parametrize("name, lesson", [("doejane_1234_5678_03_to_device.ipynb", "03"),
+                                          ("doejane_LATE_1234_5678_03_to_device-1.ipynb", "03"),
+                                          ("李雷_1004_5005_07_transfer_cost.ipynb", "07"),
+                                          ("Jane Doe_42_assignsubmission_file_05_device_attribute.ipynb", "05"),
+                                          ("04_cuda.ipynb", "04"), ("week_4_cuda.ipynb", None)])
+def test_the_lesson_is_read_from_a_platforms_file_name_after_its_prefix(name, lesson):
+    from course_utils.classroom.reading.submissions import file_lesson
+    assert file_lesson(f"download/{name}") == lesson
+
+
 def test_a_lesson_number_is_not_read_as_a_canvas_name():
     found = layouts.students({"alice/01_2_3_tensors.ipynb": {"01"}})
     assert found["alice/01_2_3_tensors.ipynb"].layout == layouts.FOLDERS
@@ -95,8 +123,8 @@ def test_a_misconception_is_a_share_of_those_who_handed_in_its_lesson(klass):
 
 
 def test_the_gradebook_has_one_row_per_student_and_a_column_per_lesson(klass, tmp_path):
-    from course_utils.classroom import class_report, gradebook
-    from course_utils.classroom.reports import write_csv
+    from course_utils.classroom.writing import class_report, gradebook
+    from course_utils.classroom.writing.reports import write_csv
 
     grades = _moved(klass, layouts.CANVAS)
     csv_path = tmp_path / "grades.csv"
@@ -122,7 +150,7 @@ def test_the_gradebook_has_one_row_per_student_and_a_column_per_lesson(klass, tm
 def class_report_args(*argv: str):
     import argparse
 
-    from course_utils.classroom import class_report
+    from course_utils.classroom.writing import class_report
     parser = argparse.ArgumentParser()
     class_report.add_arguments(parser)
     return parser.parse_args(list(argv))

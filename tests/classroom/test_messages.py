@@ -1,4 +1,4 @@
-"""course_utils.classroom.messages: only what the worker signs counts; what the learner's code prints or
+"""course_utils.classroom.sandbox.messages: only what the worker signs counts; what the learner's code prints or
 writes into the grader's pipes does not."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from course_utils.classroom import messages
+from course_utils.classroom.sandbox import messages
 
 
 def test_forged_messages_are_rejected():
@@ -93,7 +93,7 @@ def test_the_memory_baseline_is_taken_when_ready_arrives_before_the_supervisors_
     """A worker that starts from the fork server's prepared state is ready within a millisecond or two, and its
     READY can come before the supervisor's ``session`` line: the memory limit must hold all the same."""
     import os
-    from course_utils.classroom import runs
+    from course_utils.classroom.sandbox import runs
     key = b"k" * 32
     channel_r, channel_w = os.pipe()
     status_r, status_w = os.pipe()

@@ -12,8 +12,8 @@ import pytest
 
 from course_utils import store
 from course_utils.results import PREDICTIONS_MIME
-from course_utils.classroom import class_page, class_report, class_stats, predictions
-from course_utils.classroom.submissions import read_notebook
+from course_utils.classroom.writing import class_page, class_report, class_stats, predictions
+from course_utils.classroom.reading.submissions import read_notebook
 from course_utils.quizzes import get_quiz
 from nbtools import NOTEBOOK_DIR, with_solutions
 

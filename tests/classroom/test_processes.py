@@ -1,4 +1,4 @@
-"""course_utils.classroom.processes: every process a submission starts (double-forked daemons included)
+"""course_utils.classroom.sandbox.processes: every process a submission starts (double-forked daemons included)
 ends with its run, and the memory limit holds for all of them together (shared memory included)."""
 from __future__ import annotations
 

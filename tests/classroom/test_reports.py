@@ -1,4 +1,4 @@
-"""course_utils.classroom.reports: the CSV is safe to open in a spreadsheet, the summary is safe to print,
+"""course_utils.classroom.writing.reports: the CSV is safe to open in a spreadsheet, the summary is safe to print,
 and Gradescope's results.json files land in unique folders named after the submissions."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""course_utils.classroom.runs: a run that hangs, crashes or uses too much is stopped and costs only the
+"""course_utils.classroom.sandbox.runs: a run that hangs, crashes or uses too much is stopped and costs only the
 exercise it was at; tampering costs the whole submission even when its report cannot arrive; nothing a
 submission does to the grading processes (stopping or killing them) stops the batch or leaves files behind.
 There are no timing asserts: tests wait for events, not for durations."""
@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from course_utils import classroom
-from course_utils.classroom import runs
+from course_utils.classroom.sandbox import runs
 
 from .cases import (FIND, L01_POINTS, LIMITS, NBYTES, OTHER, SMALL, Rows, grade_subprocess, linux_only, marks,
                     points_of, solved01, write)

@@ -1,4 +1,4 @@
-"""course_utils.classroom.submissions and .cells: which files are submissions, how they are read (whatever is in
+"""course_utils.classroom.reading.submissions and .cells: which files are submissions, how they are read (whatever is in
 them), which lesson each is, which cells run (answer cells, read as IPython reads them, and the
 learner's own cells they need), and the static checks made before anything runs."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from course_utils import classroom
-from course_utils.classroom.cells import answer_cells, own_cells, reaches_into_course, strip_magics
+from course_utils.classroom.reading.cells import answer_cells, own_cells, reaches_into_course, strip_magics
 
 from .cases import (L01_POINTS, L02, NB01, NBYTES, OTHER, WORKER, cell, linux_only, marks, notebook, solved01,
                     write)
@@ -231,7 +231,7 @@ def test_a_file_that_is_not_a_notebook_says_what_was_handed_in_and_counts_as_not
                                                                                          code):
     """The note says what the file is (the summary shows its start); the rows' code makes the class report count
     the student as not having attempted the lesson and follow them up for it. A damaged notebook was an attempt."""
-    from course_utils.classroom.class_stats import NOT_TRIED
+    from course_utils.classroom.writing.class_stats import NOT_TRIED
     path = tmp_path / "01_tensors.ipynb"
     path.write_text(content, encoding="utf-8")
     graded = classroom.grade_notebook(str(path))

@@ -1,12 +1,12 @@
-"""course_utils.classroom.worker: cells run as the notebook runs them (IPython syntax included), each
+"""course_utils.classroom.sandbox.worker: cells run as the notebook runs them (IPython syntax included), each
 exercise checked right after its last answer cell, in PyTorch's pristine state; nothing an answer
 raises costs more than its own exercise; answers that lie about their values earn nothing."""
 from __future__ import annotations
 
 import pytest
 
-from course_utils.classroom import worker
-from course_utils.classroom.cells import PROVIDED
+from course_utils.classroom.sandbox import worker
+from course_utils.classroom.reading.cells import PROVIDED
 
 from .cases import full, marks, points_of
 

@@ -11,10 +11,9 @@ import tokenize
 from functools import lru_cache
 from typing import NamedTuple, Optional, Sequence
 
-from ..exceptions import InvalidSubmission
-from ..notebook import cell_source, exercise_cells
-from ..text import shorten
-from .messages import clean
+from ...exceptions import InvalidSubmission
+from ...notebook import cell_source, exercise_cells
+from ...text import clean, shorten
 
 #: Answer cells longer than this (characters) are not run: that exercise scores 0.
 MAX_ANSWER_CHARS = 2**20
@@ -32,7 +31,7 @@ class AnswerCell(NamedTuple):
 #: The ``exercise`` of an :class:`AnswerCell` that is not an answer cell (see :func:`own_cells`).
 OWN_CELL = ""
 #: Names the notebook's setup cell provides, which the grader's namespace provides too
-#: (:func:`course_utils.classroom.worker.notebook_namespace`): an answer may use them without a cell of its own
+#: (:func:`course_utils.classroom.sandbox.worker.notebook_namespace`): an answer may use them without a cell of its own
 #: defining them.
 PROVIDED = frozenset({"torch", "nn", "F", "cu", "course_utils", "math", "device", "display", "np", "get_ipython"})
 #: At most this many cells of the learner's own are run (the grader's time limits apply to each).
@@ -157,7 +156,7 @@ def reaches_into_course(source: str) -> Optional[str]:
 
     Static and deliberately narrow: none of these has a place in an answer to this course, and no
     everyday name is among them. Reading the course's reference solutions is detected by what the
-    answer *is* and *calls* while it is checked (see :mod:`course_utils.classroom.worker`), not here.
+    answer *is* and *calls* while it is checked (see :mod:`course_utils.classroom.sandbox.worker`), not here.
     """
     try:
         tree = ast.parse(strip_magics(source))
@@ -315,7 +314,7 @@ def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str])
         :class:`AnswerCell` s with ``exercise`` :data:`OWN_CELL`, in notebook order, at most
         :data:`MAX_OWN_CELLS`.
     """
-    from ..exercises import get_exercise
+    from ...exercises import get_exercise
     cells = nb.get("cells", [])
     taken = {a.index for a in answers}
     candidates: dict[int, tuple[str, set[str], set[str]]] = {}   # index -> (source, binds, reads)
@@ -366,7 +365,7 @@ def checked_after(nb: dict, answers: Sequence[AnswerCell], own: Sequence[AnswerC
     or in a cell of the learner's own, is checked after the last such cell above its check cell (else
     the first below). The worker checks an exercise right after its last cell, so an empty cell of
     that exercise moves the check (:func:`run_order` puts it after the cell whose index it shares)."""
-    from ..exercises import get_exercise
+    from ...exercises import get_exercise
     cells = nb.get("cells", [])
     moved = []
     for ex_id in exercises:

@@ -30,8 +30,10 @@ DESCRIPTIONS = {CANVAS: "Canvas's bulk download (one flat folder, the student in
                 FOLDERS: "a folder per student",
                 FLAT: "a flat folder (each file a student)"}
 
-_CANVAS = re.compile(r"^(?P<name>[^_]*[a-z][^_]*)_(?:late_)?(?P<id>\d+)_\d+_.+$", re.IGNORECASE)
+_CANVAS = re.compile(r"^(?P<name>[^_]*[^\W\d_][^_]*)_(?:late_)?(?P<id>\d+)_\d+_.+$", re.IGNORECASE)  # any script
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_[a-z]+(?:_|$)", re.IGNORECASE)
+_CANVAS_PREFIX = re.compile(r"^[^_]*[^\W\d_][^_]*_(?:late_)?\d+_\d+_(?=.)", re.IGNORECASE)
+_MOODLE_PREFIX = re.compile(r"^.+?_\d+_assignsubmission_[a-z]+_", re.IGNORECASE)
 _NBGRADER_ROOTS = frozenset({"submitted", "autograded", "feedback"})
 #: A copy's suffix on a file name: ``(1)``, ``-1``, `` copy``, ``_v2``.
 _COPY = re.compile(r"(?:[\s_-]*(?:\(\d+\)|copy|v?\d+))+$", re.IGNORECASE)
@@ -75,6 +77,13 @@ def _platform_student(parts: tuple[str, ...]) -> Student | None:
     return None
 
 
+def file_name(name: str) -> str:
+    """A file's name as the student saved it: without the prefix Canvas or Moodle put before it."""
+    for pattern in (_CANVAS_PREFIX, _MOODLE_PREFIX):
+        name = pattern.sub("", name, count=1)
+    return name
+
+
 def _stem(name: str) -> str:
     """A file name without its extension and a copy's suffix (``01_tensors (1).ipynb`` -> ``01_tensors``)."""
     stem = name.rsplit(".", 1)[0]
@@ -99,6 +108,9 @@ def students(lessons: Mapping[str, Iterable[str]]) -> dict[str, Student]:
             out[submission] = found
         else:
             by_folder[parts[:-1]].append(submission)
+    for submission in _not_canvas(out):
+        del out[submission]
+        by_folder[_parts(submission)[:-1]].append(submission)
     for folder, files in by_folder.items():
         names: dict[str, set[str]] = defaultdict(set)   # lesson -> the stems of its files here
         for file in files:
@@ -109,6 +121,17 @@ def students(lessons: Mapping[str, Iterable[str]]) -> dict[str, Student]:
             out[file] = (Student(file, "", FLAT) if flat
                          else Student(PurePosixPath(*folder).as_posix(), "", FOLDERS))
     return out
+
+
+def _not_canvas(found: Mapping[str, Student]) -> list[str]:
+    """The files read as Canvas's that are not: Canvas's download is one flat folder, so a Canvas student found in
+    several folders (``carol/week_5_01_tensors.ipynb`` and ``dave/week_5_01_tensors.ipynb``) is a name that only
+    looks like Canvas's, in folders that are the students."""
+    folders: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for submission, student in found.items():
+        if student.layout == CANVAS:
+            folders[student.key].add(_parts(submission)[:-1])
+    return [sub for sub, student in found.items() if student.layout == CANVAS and len(folders[student.key]) > 1]
 
 
 def read_layout(found: Mapping[str, Student]) -> str:

@@ -12,12 +12,13 @@ import threading
 from pathlib import Path
 from typing import BinaryIO, Optional, Sequence
 
-from ..exceptions import InvalidSubmission, NotANotebook
-from ..results import PREDICTIONS_MIME
+from ...exceptions import InvalidSubmission, NotANotebook
+from ...results import PREDICTIONS_MIME
 from .cells import AnswerCell
+from .layouts import file_name
 
 #: Notebook files larger than this are not read. Outputs are dropped while reading, so what
-#: counts for answers is :data:`~course_utils.classroom.cells.MAX_ANSWER_CHARS`.
+#: counts for answers is :data:`~course_utils.classroom.reading.cells.MAX_ANSWER_CHARS`.
 MAX_NOTEBOOK_BYTES = 2**30
 
 
@@ -66,7 +67,7 @@ _BIG_READS = threading.Semaphore(1)  # one large notebook in memory at a time, w
 def _without_outputs(pairs: list[tuple[str, object]]) -> dict:
     """``object_pairs_hook`` for :func:`read_notebook`: drops saved outputs and attachments as soon as
     each is parsed (they are never graded; only a record of quiz predictions, :data:`PREDICTIONS_MIME`, is
-    kept, for :mod:`course_utils.classroom.predictions`), and turns lone surrogates in cell sources
+    kept, for :mod:`course_utils.classroom.writing.predictions`), and turns lone surrogates in cell sources
     (``"\\ud800"`` escapes, which no UTF-8 file can hold) into U+FFFD."""
     obj = dict(pairs)
     if "output_type" in obj:
@@ -176,8 +177,9 @@ def read_notebook(path: str) -> dict:
 
 
 def file_lesson(path: str) -> Optional[str]:
-    """The ``NN`` of a file name ``NN_*.ipynb`` when lesson ``NN`` has exercises, else ``None``."""
-    match = re.match(r"(\d\d)_", Path(path).name)
+    """The ``NN`` of a file name ``NN_*.ipynb`` when lesson ``NN`` has exercises, else ``None``; after the prefix
+    Canvas and Moodle put before the name (``doejane_1234_5678_01_tensors.ipynb``)."""
+    match = re.match(r"(\d\d)_", file_name(Path(path).name))
     return match.group(1) if match and lesson_exercises(match.group(1)) else None
 
 
@@ -194,7 +196,7 @@ def lesson_of(path: str, cells: Sequence[AnswerCell] = ()) -> Optional[str]:
 
 def _cells_lesson(cells: Sequence[AnswerCell]) -> Optional[str]:
     """The lesson most of ``cells`` (of registered exercises) belong to; ``None`` for none or a tie."""
-    from ..exercises import exercise_ids, get_exercise
+    from ...exercises import exercise_ids, get_exercise
     known = set(exercise_ids())
     counts: dict[str, int] = {}
     for cell in cells:
@@ -215,7 +217,7 @@ def lesson_number(text: str) -> str:
 
 def lesson_exercises(lesson: str) -> list[str]:
     """The registered exercise ids of ``lesson`` (``"01"``; ``"01,02"`` for several), in course order."""
-    from ..exercises import exercise_ids, get_exercise
+    from ...exercises import exercise_ids, get_exercise
     numbers = lesson.split(",")
     return [e for e in exercise_ids() if get_exercise(e).lesson in numbers]
 
@@ -228,7 +230,7 @@ def lesson_mentioned(path: str) -> Optional[str]:
     registered exercise ids in its answer-cell metadata (``"exercise": "01.nbytes"``) or check cells
     (``cu.exercise("01.nbytes")``), read as plain text (so it works on a damaged file too); ``None``
     when those name no lesson, or several."""
-    from ..exercises import exercise_ids, get_exercise
+    from ...exercises import exercise_ids, get_exercise
     try:
         with _open_file(path) as f:
             text = f.read(64 * 2**20).decode("latin-1")

@@ -1,9 +1,9 @@
 """The grader's fork server: it forks a supervisor per run, which forks the worker (:mod:`.worker`) and outlives it.
 
 Private to :mod:`course_utils.classroom`, whose docstring describes the design and the threat model; the grader
-starts the server (:func:`course_utils.classroom.runs.fork_server`) and talks to it over a socket. Importing this
+starts the server (:func:`.runs.fork_server`) and talks to it over a socket. Importing this
 module imports the worker, and with it PyTorch and every course module, once: where no GPU is, :func:`serve` also
-makes the state each run starts from (:func:`~course_utils.classroom.worker.pristine_state`) once, and every run
+makes the state each run starts from (:func:`~course_utils.classroom.sandbox.worker.pristine_state`) once, and every run
 forks a copy of it. A run never comes from another submission's process.
 
 Per run, the grader passes three pipes: the job (read by the worker), the channel (the worker's signed messages)
@@ -22,9 +22,9 @@ import time
 import warnings
 from typing import Optional
 
-from course_utils.classroom import processes as procs
-from course_utils.classroom import worker   # as a module: the worker imports every course module, this one too
-from course_utils.classroom.messages import Job, exit_line, session_line
+from course_utils.classroom.sandbox import processes as procs
+from course_utils.classroom.sandbox import worker  # as a module: the worker imports every course module, this one too
+from course_utils.classroom.sandbox.messages import Job, exit_line, session_line
 
 __all__ = ["serve"]
 
@@ -162,7 +162,7 @@ def _reap(supervisors: set[int]) -> None:
 
 
 def _write_status(fd: int, line: bytes, close: bool = False) -> None:
-    """Write one line (:func:`~course_utils.classroom.messages.session_line`, :func:`~course_utils.classroom.
+    """Write one line (:func:`~course_utils.classroom.sandbox.messages.session_line`, :func:`~course_utils.classroom.
     messages.exit_line`) to the grader's status pipe (and close it); a closed pipe is not an error."""
     try:
         os.write(fd, line)

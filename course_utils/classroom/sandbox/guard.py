@@ -1,6 +1,6 @@
 """The reference guard of ``python -m course_utils grade``'s worker (:class:`ReferenceGuard`).
 
-Private to :mod:`course_utils.classroom.worker`, beside :mod:`course_utils.classroom.integrity` (what learner code
+Private to :mod:`.worker`, beside :mod:`.integrity` (what learner code
 must not change). An answer must not be, or use, a course's reference solution. Detected by what the answer is and
 does, not by the words in it:
 

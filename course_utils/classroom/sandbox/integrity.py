@@ -1,7 +1,7 @@
 """What keeps a graded check honest, inside the worker of ``python -m course_utils grade``.
 
-Private to :mod:`course_utils.classroom.worker` (whose learner code it watches); what tells an answer that is, or
-uses, a reference solution is :mod:`course_utils.classroom.guard`.
+Private to :mod:`.worker` (whose learner code it watches); what tells an answer that is, or uses, a reference
+solution is :mod:`.guard`.
 
 * :class:`Snapshot` / :func:`changes`: the course package, the exercise registry and the parts of
   PyTorch (``torch._C`` included) and the standard library that checks rely on must stay as they

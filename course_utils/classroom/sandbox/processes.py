@@ -1,6 +1,6 @@
 """Process control for ``python -m course_utils grade``: ``/proc`` and ``prctl`` on Linux.
 
-Private to :mod:`course_utils.classroom` (the grader) and :mod:`course_utils.classroom.worker` (its fork
+Private to :mod:`course_utils.classroom` (the grader) and :mod:`course_utils.classroom.sandbox.worker` (its fork
 server and each run's supervisor). With these they find every process a submission started,
 whichever process group or session it moved to; measure the memory of all of them together;
 resume a grading process that learner code stopped (``SIGSTOP``); and kill them all. Nothing here

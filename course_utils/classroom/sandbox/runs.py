@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .. import modes
+from ... import modes
 from . import processes as procs
-from .cells import AnswerCell
+from ..reading.cells import AnswerCell
 from .messages import (TAMPERED_EXIT, CellMessage, DoneMessage, End, ErrorMessage, Job, Message, ReadyMessage,
                        ResultMessage, Stage, StageMessage, TamperedMessage, read_status, unsign)
 
@@ -61,7 +61,7 @@ class Limits:
 
 class ForkServer:
     """A ``python`` process that has imported PyTorch once and, per run, forks a supervisor that forks
-    a fresh worker (:func:`course_utils.classroom.forkserver.serve`). It leads a session of its own, and
+    a fresh worker (:func:`course_utils.classroom.sandbox.forkserver.serve`). It leads a session of its own, and
     exits, killing every process it started, when this closes (or when the thread that started it
     ends)."""
 
@@ -71,7 +71,7 @@ class ForkServer:
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env["PYTHONHASHSEED"] = "0"  # the same set and dict orders in every batch: the same feedback
-        code = f"from course_utils.classroom.forkserver import serve; serve({theirs.fileno()})"
+        code = f"from course_utils.classroom.sandbox.forkserver import serve; serve({theirs.fileno()})"
         with theirs:
             self.process = subprocess.Popen([sys.executable, "-c", code], pass_fds=(theirs.fileno(),),
                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -139,7 +139,7 @@ def stop_server() -> None:
 
 @dataclass
 class Run:
-    """What one worker run sent (:mod:`course_utils.classroom.messages`), and how it ended."""
+    """What one worker run sent (:mod:`course_utils.classroom.sandbox.messages`), and how it ended."""
 
     messages: list[Message] = field(default_factory=list)
     end: Optional[End] = None  # None until it has ended
@@ -197,10 +197,10 @@ def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits, cancell
     started and remove its temporary folder.
 
     While it waits, every :data:`WATCH_INTERVAL` seconds it looks at the run's processes
-    (:func:`course_utils.classroom.processes.run_processes`): it resumes the fork server or the run's
+    (:func:`course_utils.classroom.sandbox.processes.run_processes`): it resumes the fork server or the run's
     supervisor if learner code stopped them (``SIGSTOP``), and kills the run when it has more than
     :data:`MAX_PROCESSES` processes, or when they together hold more than ``limits.memory_mb`` on top
-    of what the worker held when it became ready (:func:`course_utils.classroom.processes.run_memory`:
+    of what the worker held when it became ready (:func:`course_utils.classroom.sandbox.processes.run_memory`:
     shared memory included, which each process's ``RLIMIT_DATA`` does not count).
     """
     key = secrets.token_bytes(32)
@@ -305,7 +305,7 @@ class _Follower:
                     self.take_message(line)
 
     def take_status(self, line: bytes) -> None:
-        """Take in a line of the status pipe (:func:`course_utils.classroom.messages.read_status`)."""
+        """Take in a line of the status pipe (:func:`course_utils.classroom.sandbox.messages.read_status`)."""
         session, exitcode = read_status(line)
         if session is not None and self.run.session is None:
             self.run.session, self.run.worker = session

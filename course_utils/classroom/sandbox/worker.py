@@ -9,7 +9,7 @@ channel, and sends the learner's prints to ``/dev/null``.
 
 A run (:func:`main`) grades the way the notebook runs: answer cells in notebook order, read as
 IPython reads them, each exercise checked right after its last answer cell, in PyTorch's pristine
-global state (:mod:`course_utils.classroom.integrity`), with the integrity of the course and of PyTorch
+global state (:mod:`course_utils.classroom.sandbox.integrity`), with the integrity of the course and of PyTorch
 verified after every cell and every check. Whatever the learner's code raises (``KeyboardInterrupt``
 and hostile ``__str__`` included) costs only its own exercise.
 """
@@ -40,13 +40,13 @@ from torch import nn  # noqa: E402
 
 import course_utils  # noqa: E402
 from course_utils import checking, exercises, misconceptions, modes  # noqa: E402
-from course_utils.classroom.cells import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
-from course_utils.classroom.guard import ReferenceGuard  # noqa: E402
-from course_utils.classroom.integrity import (Snapshot, prepare_pytorch, pristine_torch, take_snapshot,  # noqa: E402
-                                           torch_settings, type_name, verify)
-from course_utils.classroom.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, CellFailure,  # noqa: E402
-                                            CellMessage, DoneMessage, ErrorMessage, Job, Message, ReadyMessage,
-                                            ResultMessage, Stage, StageMessage, TamperedMessage, frame, sign)
+from course_utils.classroom.reading.cells import OWN_CELL, AnswerCell, strip_magics  # noqa: E402
+from course_utils.classroom.sandbox.guard import ReferenceGuard  # noqa: E402
+from course_utils.classroom.sandbox.integrity import (Snapshot, prepare_pytorch, pristine_torch, take_snapshot,  # noqa: E402
+                                                      torch_settings, type_name, verify)
+from course_utils.classroom.sandbox.messages import (FATAL_CELL_ERRORS, TAMPERED_EXIT, CellError, CellFailure,  # noqa: E402
+                                                     CellMessage, DoneMessage, ErrorMessage, Job, Message, ReadyMessage,
+                                                     ResultMessage, Stage, StageMessage, TamperedMessage, frame, sign)
 from course_utils.device import warm_up  # noqa: E402
 from course_utils.exceptions import GraderLimit  # noqa: E402
 from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
@@ -112,7 +112,7 @@ class _NoIPython:
 
 
 def _compile(source: str, filename: str, guard: ReferenceGuard) -> types.CodeType:
-    """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.cells.strip_magics`), and
+    """Compile an answer cell as IPython would run it (:func:`course_utils.classroom.reading.cells.strip_magics`), and
     record its code as the learner's own (see :meth:`ReferenceGuard.answer_code`)."""
     code = compile(strip_magics(source), filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     guard.answer_code(code)
@@ -209,7 +209,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure],
     default when ``None``); the result carries the misconception ``code``, and ``points`` when the check ran
     (part marks for an answer that did not pass).
 
-    The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.integrity.pristine_torch`).
+    The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.sandbox.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
     hostile ``__str__``), fails this exercise only.
     """
@@ -263,7 +263,7 @@ def _took_frames(guard: ReferenceGuard, ex_id: str) -> Optional[ResultMessage]:
 def _isolate(memory_mb: int) -> None:
     """Own process group (the grader kills it whole), memory limit, learner output to /dev/null,
     and the run's own temporary folder (the grader removes it after the run)."""
-    from course_utils.classroom import processes as procs
+    from course_utils.classroom.sandbox import processes as procs
 
     tmp = os.environ.pop("COURSE_GRADE_TMP", "") or tempfile.mkdtemp(prefix="course-grade-")
     _drop_privileges(os.environ.pop(GRADE_USER_ENV, ""), tmp)  # first: a change of user clears PDEATHSIG
@@ -353,7 +353,7 @@ def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
 
     The cells run in order; each exercise of ``check`` is checked right after its last cell (one
     without cells, at the end). The messages sent, and their order, are described in
-    :mod:`course_utils.classroom.messages`.
+    :mod:`course_utils.classroom.sandbox.messages`.
     """
     send = _sender(channel, job.key)
     killpg = os.killpg  # its own reference, as send's (see _sender)
@@ -444,7 +444,7 @@ class _Run:
 
     def intact(self, free: Callable[[], Any] = lambda: None) -> None:
         """End the run with a ``tampered`` report if anything the checks rely on changed (``free``: see
-        :func:`course_utils.classroom.integrity.verify`)."""
+        :func:`course_utils.classroom.sandbox.integrity.verify`)."""
         changed = self.look(self.snap, free)
         if changed:
             try:

@@ -23,13 +23,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .. import misconceptions
-from ..exceptions import ReportError
-from ..files import atomic_open, same_file
+from ... import misconceptions
+from ...exceptions import ReportError
+from ...files import atomic_open, same_file
 from . import gradebook, predictions as predicted
 from .class_page import render_html
 from .class_stats import MIN_SHARE, ClassReport, lesson_of_id, summarize
-from .grader import TOTAL, Row
+from ..grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
 #: What ``--format`` may ask for.

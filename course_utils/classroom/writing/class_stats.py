@@ -1,8 +1,8 @@
 """What a class got wrong, counted: the rows ``grade`` writes (one per submission and exercise) become a
 :class:`ClassReport` (per lesson and exercise, how many students attempted and passed and how their scores spread;
 the misconceptions they showed, ranked by how many students showed each; the students to follow up; what they
-predicted). :mod:`course_utils.classroom.class_report` reads the rows and writes the report,
-:mod:`course_utils.classroom.class_page` draws it as HTML.
+predicted). :mod:`course_utils.classroom.writing.class_report` reads the rows and writes the report,
+:mod:`course_utils.classroom.writing.class_page` draws it as HTML.
 """
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .. import misconceptions
-from . import layouts, predictions as predicted
-from .grader import Row
+from ... import misconceptions
+from ..reading import layouts
+from . import predictions as predicted
+from ..grader import Row
 
 #: Codes that mean the exercise was not tried (the stub, or no answer at all).
 NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING, misconceptions.NOT_A_NOTEBOOK})
@@ -151,7 +152,7 @@ def lesson_of_id(item: str) -> str:
 
 
 def _exercise_stats(best: dict[tuple[str, str], Row]) -> list[ExerciseStats]:
-    from ..exercises import registry
+    from ...exercises import registry
     known = registry()
     stats: dict[str, ExerciseStats] = {}
     for (_, ex_id), row in best.items():

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..files import atomic_open
-from . import layouts
+from ...files import atomic_open
+from ..reading import layouts
 from .class_stats import best_rows
-from .grader import Row
+from ..grader import Row
 from .reports import csv_field
 
 #: Canvas's leading columns, in its order.

@@ -16,16 +16,16 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO
 
-from ..exceptions import InvalidSubmission
-from ..files import atomic_open
-from ..results import PREDICTIONS_MIME
-from .layouts import Student
+from ...exceptions import InvalidSubmission
+from ...files import atomic_open
+from ...results import PREDICTIONS_MIME
+from ..reading.layouts import Student
 from .reports import csv_field, csv_unescape
-from .submissions import read_notebook
+from ..reading.submissions import read_notebook
 
 def _quizzes():
     """The quiz registry (imported when first needed: ``grade --help`` does not import PyTorch)."""
-    from .. import quizzes
+    from ... import quizzes
     return quizzes
 
 
@@ -57,7 +57,7 @@ class Prediction:
 
 def recorded(nb: dict, submission: str, lesson: str) -> list[Prediction]:
     """The predictions on ``lesson``'s quizzes in the last record of predictions saved in ``nb``'s outputs, as
-    :func:`~course_utils.classroom.submissions.read_notebook` keeps them; none without a record. What is not a
+    :func:`~course_utils.classroom.reading.submissions.read_notebook` keeps them; none without a record. What is not a
     registered quiz of the lesson, a letter among its options and a whole number of attempts is left out."""
     record = _last_record(nb)
     quizzes = record.get("quizzes") if isinstance(record, dict) else None
@@ -161,7 +161,7 @@ def quiz_stats(predictions: Iterable[Prediction], whose: Mapping[str, Student],
 
     Args:
         predictions: from the predictions CSVs.
-        whose: submission -> its student (:func:`course_utils.classroom.layouts.students`).
+        whose: submission -> its student (:func:`course_utils.classroom.reading.layouts.students`).
         handed_in: submission -> its lessons (from the grades).
     """
     of: dict[str, set[str]] = {}

@@ -12,9 +12,9 @@ import unicodedata
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from ..files import atomic_open, is_special, write_text_atomic
-from ..text import shorten
-from .grader import TOTAL, Row, SubmissionGrade
+from ...files import atomic_open, is_special, write_text_atomic
+from ...text import shorten
+from ..grader import TOTAL, Row, SubmissionGrade
 
 
 #: The CSV's columns. ``code`` (last, so that the others keep their places) is the misconception the feedback
@@ -116,7 +116,7 @@ def gradescope_results(grade: SubmissionGrade, execution_time: float | None = No
     entry per exercise (``name``, ``number``, ``score``, ``max_score``, ``status``, ``output``,
     ``visibility``, and ``tags``: the misconception code, for a failed one), ``execution_time`` in seconds when
     given, and the submission's path in ``extra_data``."""
-    from ..exercises import get_exercise
+    from ...exercises import get_exercise
     tests = []
     for row in grade.rows:
         ex = get_exercise(row.exercise)
