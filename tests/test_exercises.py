@@ -397,3 +397,19 @@ def test_the_command_line_says_what_it_refuses_and_lets_a_bug_show(monkeypatch, 
     monkeypatch.setattr(learner, "hint", lambda *a: {}["a bug"])   # a KeyError of the course's own making
     with pytest.raises(KeyError):
         main(["hint", "01.nbytes"])
+
+
+def test_the_guides_rubric_is_the_checks_own_points():
+    """The instructor's guide lists every exercise with its points, and each lesson's total, as the checks declare."""
+    import re
+    from pathlib import Path
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "instructor.md").read_text(encoding="utf-8")
+    listed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\| \d\d \| `(\S+)` [^|]+ \| (\d+) \|$", guide, re.M)}
+    assert listed == {ex_id: get_exercise(ex_id).points for ex_id in exercise_ids()}
+    lessons = re.search(r"^\| Lesson \| ((?:\d\d \| )+)All \|\n\|[-|]+\|\n\| Points \| ([\d | ]+) \|$", guide, re.M)
+    assert lessons, "the guide's table of lesson totals"
+    totals = [int(n) for n in lessons.group(2).split(" | ")]
+    names = lessons.group(1).split(" | ")[:-1]
+    want = {lesson: sum(get_exercise(e).points for e in exercise_ids() if e[:2] == lesson) for lesson in names}
+    assert dict(zip(names, totals)) == want and totals[-1] == sum(want.values())
+    assert set(names) == {e[:2] for e in exercise_ids()}

@@ -83,11 +83,13 @@ def test_records_that_hold_nothing_usable_give_nothing(record):
     assert predictions.recorded(nb, "s.ipynb", "01") == []
 
 
-@pytest.mark.parametrize("attempts, counted", [(True, 1), (-5, 1), (0, 1), (10**9, predictions.MAX_ATTEMPTS),
-                                               ("3", 1), (3, 3)])
-def test_attempts_are_a_bounded_whole_number(attempts, counted):
+@pytest.mark.parametrize("attempts, counted", [(-5, [1]), (0, [1]), (10**9, [predictions.MAX_ATTEMPTS]), (3, [3]),
+                                               (4.0, [4]), (True, []), ("3", []), (2.5, []), (None, []),
+                                               (float("nan"), []), ([2], [])])
+def test_attempts_are_a_bounded_whole_number_and_a_record_without_one_is_left_out(attempts, counted):
+    """As the guide says: a record whose attempts are not a whole number is left out (a bound keeps the rest sane)."""
     nb = _lesson01({"quizzes": {"01.default_device": {"first": "a", "attempts": attempts}}})
-    assert [p.attempts for p in predictions.recorded(nb, "s.ipynb", "01")] == [counted]
+    assert [p.attempts for p in predictions.recorded(nb, "s.ipynb", "01")] == counted
 
 
 def test_the_last_record_in_the_notebook_counts_and_damaged_cells_are_skipped():

@@ -70,9 +70,9 @@ def recorded(nb: dict, submission: str, lesson: str) -> list[Prediction]:
             continue
         letters = string.ascii_lowercase[:len(_quizzes().get_quiz(quiz_id).options)]
         first, attempts = entry.get("first"), entry.get("attempts", 1)
-        if isinstance(first, str) and len(first) == 1 and first in letters:
-            tries = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 1
-            found.append(Prediction(submission, quiz_id, first, min(max(tries, 1), MAX_ATTEMPTS)))
+        whole = type(attempts) is int or (type(attempts) is float and attempts.is_integer())
+        if isinstance(first, str) and len(first) == 1 and first in letters and whole:
+            found.append(Prediction(submission, quiz_id, first, min(max(int(attempts), 1), MAX_ATTEMPTS)))
     return found
 
 
