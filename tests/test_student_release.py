@@ -196,14 +196,14 @@ WRONG = {"01.nbytes": "def nbytes(t):\n    return t.numel()\n",
          "05.is_on": "def is_on(x, wanted):\n    return True\n",
          "06.find_mismatches": "def find_mismatches(model, inputs, device):\n"
                                "    return sorted(n for n, t in model.named_parameters() if t.device != device)\n"}
-#: Answers whose device bug the learner's GPU raises on, as it would in their own cell: (answer, what it says).
-RAISES = {"06.scaler": ("class Scaler(nn.Module):\n    def __init__(self, features):\n        super().__init__()\n"
-                        "        self.scale = torch.full((features,), 2.0)\n\n    def forward(self, x):\n"
-                        "        return x * self.scale\n", "Expected all tensors to be on the same device"),
-          "07.capstone": (_capstone_stub(), "Unexpected key(s) in state_dict: \"mean\""),
-          "07.capstone ": (_capstone_stub().replace("self.mean = torch.zeros(features)",
-                                                    'self.register_buffer("mean", torch.zeros(features))'),
-                           "Expected all tensors to be on the same device")}
+#: Answers whose device bug the learner's GPU raises on, as in their own cell: (exercise, answer, what it says).
+RAISES = [("06.scaler", "class Scaler(nn.Module):\n    def __init__(self, features):\n        super().__init__()\n"
+                         "        self.scale = torch.full((features,), 2.0)\n\n    def forward(self, x):\n"
+                         "        return x * self.scale\n", "Expected all tensors to be on the same device"),
+          ("07.capstone", _capstone_stub(), "Unexpected key(s) in state_dict: \"mean\""),
+          ("07.capstone", _capstone_stub().replace("self.mean = torch.zeros(features)",
+                                                   'self.register_buffer("mean", torch.zeros(features))'),
+           "Expected all tensors to be on the same device")]
 
 
 def test_check_runs_the_public_checks_and_never_says_passed(installed):
@@ -212,17 +212,16 @@ def test_check_runs_the_public_checks_and_never_says_passed(installed):
     answers = {ex_id: [exercises.get_exercise(ex_id).solution_source,
                        STUB[exercises.get_exercise(ex_id).kind].format(name=exercises.get_exercise(ex_id).name)] + ([WRONG[ex_id]] if ex_id in WRONG else [])
                for ex_id in exercises.exercise_ids()}
-    for ex_id, (answer, _) in RAISES.items():
-        answers[ex_id.strip()].append(answer)
+    for ex_id, answer, _ in RAISES:
+        answers[ex_id].append(answer)
     seen = _student(installed, CHECK_ALL, stdin=json.dumps(answers))
     for ex_id, results in seen.items():
         (right, right_points, said), (stub, _, _), *wrong = results
         assert right == "checked" and right_points == 0, (ex_id, said)
         assert "the full checks run when your teacher grades" in said and "expected result on all" in said, ex_id
         assert stub == "not attempted", ex_id
-        says = [said for key, (_, said) in RAISES.items() if key.strip() == ex_id] or ["the expected result is"]
-        for (status, points, feedback), said in zip(wrong, says * len(wrong) if ex_id not in RAISES else says,
-                                                   strict=True):
+        says = ["the expected result is"] * (ex_id in WRONG) + [said for ex, _, said in RAISES if ex == ex_id]
+        for (status, points, feedback), said in zip(wrong, says, strict=True):
             assert status == "failed" and points == 0 and said in feedback, (ex_id, feedback)
 
 

@@ -7,7 +7,7 @@ import contextlib
 import copy
 import os
 import sys
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -267,9 +267,7 @@ def _run_fit(cls: type, device: torch.device, batches: list, checkpoint: dict, l
     steps, given = [], copy.deepcopy((batches, device, checkpoint)) if OBSERVERS else None   # fit may change them
 
     def count_step(optimizer: Any, *_: Any) -> None:   # a step of the model's own parameters, each with a gradient
-        held = [p for group in optimizer.param_groups for p in group["params"]]
-        mine = list(model.parameters())
-        steps.append(len(held) == len(mine) and all(h is p and p.grad is not None for h, p in zip(held, mine)))
+        steps.append(not _not_the_models(model, optimizer) and all(p.grad is not None for p in model.parameters()))
     # `.to` keeps each Parameter object on `meta` too, as it does on a GPU: an optimizer built before the move trains
     torch.__future__.set_swap_module_params_on_conversion(swap or device.type == "meta")
     hook = register_optimizer_step_post_hook(count_step)
@@ -341,13 +339,7 @@ def _check_fit(run: _Run, device: torch.device, checkpoint: dict, label: str) ->
     if not issubclass(type(optimizer), torch.optim.Optimizer):
         raise Wrong(f"With {label} on {device}, the first thing `fit` returned is {safe_repr(optimizer)}, not the "
                     "optimizer: `return optimizer, total`.", misconceptions.WRONG_TYPE)
-    try:
-        theirs = not _not_the_models(model, optimizer)
-    except Exception:
-        theirs = False   # _check_optimizer says so
-    if theirs:   # (an optimizer of other parameters trains nothing of the model's: _check_optimizer names that)
-        _check_trained(run, device, checkpoint, label)
-    _check_optimizer(model, optimizer, device, label)
+    _check_optimizer(model, optimizer, device, label, trained=lambda: _check_trained(run, device, checkpoint, label))
     _check_reads(run.watcher, device)
     total = _check_total(total, device, label)
     _check_no_plain_attribute(model)
@@ -363,9 +355,10 @@ def _not_the_models(model: nn.Module, optimizer: torch.optim.Optimizer) -> bool:
     return len(held) != len(params) or any(not any(h is p for p in params) for h in held)
 
 
-def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, label: str) -> None:
-    """The optimizer trains the model's parameters, its state was loaded from the checkpoint (not only this run's
-    steps), and that state lies on ``device``."""
+def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device, label: str,
+                     trained: Callable[[], None]) -> None:
+    """The optimizer trains the model's parameters, ``trained()`` (that it did, batch by batch), its state was loaded
+    from the checkpoint (not only this run's steps), and that state lies on ``device``."""
     try:
         params, state = list(model.parameters()), optimizer.state
         before = _not_the_models(model, optimizer)
@@ -378,6 +371,7 @@ def _check_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, device:
                     "`fit` returns. Build it from `self.parameters()` once the model is where it trains: move the "
                     "model, then build the optimizer, then load its state. (`cu.show_devices(self, optimizer)` shows "
                     "where both live.)", OPTIMIZER_BEFORE_MOVE)
+    trained()
     moments = [(n, t) for p in params for n, t in (state.get(p) or {}).items()
                if is_tensor(t) and n != "step"]
     if not moments:
