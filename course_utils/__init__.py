@@ -46,7 +46,7 @@ __all__ = ["setup", "best_device", "accelerator", "is_simulated", "check", "Resu
            "exercise_ids", "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure",
            "figures"]   # the module the lessons use by name: cu.figures.style
-__version__ = "0.2.0"   # the one place: pyproject.toml reads it; CITATION.cff and CHANGELOG.md follow it
+__version__ = "0.3.0"   # the one place: pyproject.toml reads it; CITATION.cff and CHANGELOG.md follow it
 
 
 def load_ipython_extension(ipython) -> None:

@@ -84,26 +84,6 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-def _grade(args: argparse.Namespace) -> int:
-    return grade_cli.run(args)
-
-
-def _report(args: argparse.Namespace) -> int:
-    return class_report.run(args)
-
-
-def _autograder(args: argparse.Namespace) -> int:
-    return autograder.run(args)
-
-
-def _links(args: argparse.Namespace) -> int:
-    return links.run(args)
-
-
-def _release(args: argparse.Namespace) -> int:
-    return release.run(args)
-
-
 def _exercise_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercise_id", help="the exercise, e.g. 01.nbytes (the list subcommand lists them)")
 
@@ -148,8 +128,7 @@ COMMANDS: dict[str, Command] = {
                         "Show an exercise's reference solution, once you have attempted it.",
                         f"{PROG} solution 01.nbytes", _exercise_argument),
     "list": Command(_list, "list the exercises", "List every exercise: its id, the name to define, its points and "
-                    "its title.",
-                    f"{PROG} list"),
+                    "its title.", f"{PROG} list"),
     "explain": Command(_explain, "explain a device error: its cause, fix and lesson "
                                  "(exit status 1: not one the course knows)",
                        "Explain a device error: its cause, its fix and the lesson that teaches it (exit status 1: "
@@ -159,23 +138,23 @@ COMMANDS: dict[str, Command] = {
 }
 #: The teacher's subcommands (absent from the students' package of an assessed class).
 TEACHER_COMMANDS: dict[str, Command] = {} if grade_cli is None else {
-    "grade": Command(_grade, "grade submitted notebooks in isolated processes, into a CSV",
+    "grade": Command(grade_cli.run, "grade submitted notebooks in isolated processes, into a CSV",
                      "Grade each notebook's answer cells in a fresh, time- and memory-limited process with the "
                      "course's own checks.",
                      f"{PROG} grade submissions/ --out grades.csv --jobs 2", grade_cli.add_arguments),
-    "report": Command(_report, "what a class got wrong: misconceptions, scores and follow-ups, from grades CSVs "
-                               "or Gradescope results (HTML, CSV or JSON)",
+    "report": Command(class_report.run, "what a class got wrong: misconceptions, scores and follow-ups, from grades "
+                      "CSVs or Gradescope results (HTML, CSV or JSON)",
                       "What a class got wrong: the misconceptions to reteach, scores per lesson and exercise, and "
                       "the students to follow up, from grades CSVs or Gradescope results.",
                       f"{PROG} report grades.csv --out report.html", class_report.add_arguments),
-    "autograder": Command(_autograder, "write a Gradescope autograder zip for a lesson",
+    "autograder": Command(autograder.run, "write a Gradescope autograder zip for a lesson",
                           "Write a Gradescope autograder bundle (a zip) that grades a lesson's notebook with the "
                           "engine of the grade subcommand.",
                           f"{PROG} autograder --lesson 03", autograder.add_arguments),
-    "links": Command(_links, "print each lesson's launch links: nbgitpuller for a JupyterHub, Colab, Binder; "
-                             "for a branch or a release tag (--ref)", links.DESCRIPTION,
+    "links": Command(links.run, "print each lesson's launch links: nbgitpuller for a JupyterHub, Colab, Binder; "
+                     "for a branch or a release tag (--ref)", links.DESCRIPTION,
                      f"{PROG} links --hub https://hub.example.edu --ref v{__version__}", links.add_arguments),
-    "release": Command(_release, "write the student release of an assessed class (no reference solutions)",
+    "release": Command(release.run, "write the student release of an assessed class (no reference solutions)",
                        release.DESCRIPTION, f"{PROG} release --out class-release --repo "
                        "https://github.com/SCHOOL/CLASS", release.add_arguments),
 }

@@ -29,18 +29,9 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
 
     Never raises for anything the learner passes: a stub gives "not attempted", exceptions,
     wrong types, shapes, dtypes and devices give specific feedback. The answer runs as the batch grader runs it:
-    Check in a notebook and ``grade`` give the same verdict.
-
-    Args:
-        exercise_id: e.g. ``"01.nbytes"``.
-        answer: the learner's function or class.
-        timeout: seconds the check may run before it is stopped (default :data:`TIME_LIMIT`).
-
-    Returns:
-        A :class:`~course_utils.results.Result`.
-
-    Raises:
-        KeyError: if ``exercise_id`` is not a registered exercise (a notebook typo, not a learner answer).
+    Check in a notebook and ``grade`` give the same verdict. ``answer`` is the learner's function or class;
+    ``timeout`` the seconds the check may run before it is stopped (default :data:`TIME_LIMIT`). ``KeyError`` if
+    ``exercise_id`` (``"01.nbytes"``) is not a registered exercise (a notebook typo, not a learner answer).
     """
     ex = get_exercise(exercise_id)
     printed = io.StringIO()
@@ -60,7 +51,7 @@ def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Res
             f"Not attempted yet: `{ex.name}` still raises NotImplementedError. "
             f"Replace `raise NotImplementedError` with your code, run that cell, then check again.")
     except Wrong as e:
-        feedback, code, earned = str(e), e.code, e.earned
+        feedback, code, earned = str(e), " ".join((e.code, *e.also)), e.earned
         if modes.assessed():   # what is wrong and where, not the code to write
             feedback = modes.withhold_fixes(feedback)
     except Crashed as e:

@@ -46,16 +46,10 @@ def accelerator_required() -> bool:
 
 
 def best_device() -> torch.device:
-    """Pick the device the course uses: ``$COURSE_DEVICE`` if set, else an accelerator, else CPU (where
-    :func:`course_utils.setup` then hands out the simulated GPU).
-
-    Returns:
-        A ``torch.device``. With an accelerator it carries the current index (e.g. ``cuda:0``).
-
-    Raises:
-        RuntimeError: if ``COURSE_REQUIRE_ACCELERATOR`` is set and no accelerator is available,
-            or ``COURSE_DEVICE`` names the CPU or a device type that is not available.
-    """
+    """Pick the device the course uses: ``$COURSE_DEVICE`` if set, else an accelerator, with its current index
+    (``cuda:0``), else CPU (where :func:`course_utils.setup` then hands out the simulated GPU). ``RuntimeError`` if
+    ``COURSE_REQUIRE_ACCELERATOR`` is set and no accelerator is available, or ``COURSE_DEVICE`` names the CPU or a
+    device type that is not available."""
     override = os.environ.get(DEVICE_ENV, "").strip()
     if override and simulated_by_user():
         if override not in (SIMULATED, f"{SIMULATED}:0"):
@@ -74,26 +68,22 @@ def best_device() -> torch.device:
             raise RuntimeError(f"{DEVICE_ENV}={override!r} is not a device name. Use e.g. 'cuda', "
                                f"'cuda:1' or {SIMULATED!r}, or unset {DEVICE_ENV}.") from None
         if device.type == "cpu":
-            raise RuntimeError(
-                f"{DEVICE_ENV}={override!r}: the lessons need a device besides the CPU to move tensors to. Unset "
-                f"{DEVICE_ENV} (without a GPU you get the simulated one), or set {DEVICE_ENV}={SIMULATED} to "
-                "use the simulated GPU even where a real one is.")
+            raise RuntimeError(f"{DEVICE_ENV}={override!r}: the lessons need a device besides the CPU to move "
+                               f"tensors to. Unset {DEVICE_ENV} (without a GPU you get the simulated one), or set "
+                               f"{DEVICE_ENV}={SIMULATED} to use the simulated GPU even where a real one is.")
         if not _type_available(device.type):
-            raise RuntimeError(
-                f"{DEVICE_ENV}={override!r}, but no {device.type} device is available here. "
-                f"Unset {DEVICE_ENV} or set it to {SIMULATED!r}.")
+            raise RuntimeError(f"{DEVICE_ENV}={override!r}, but no {device.type} device is available here. "
+                               f"Unset {DEVICE_ENV} or set it to {SIMULATED!r}.")
         count = _device_count(device.type)
         if device.index is not None and count is not None and device.index >= count:
-            raise RuntimeError(
-                f"{DEVICE_ENV}={override!r}, but this machine has {count} {device.type} device(s), "
-                f"numbered 0 to {count - 1}. Unset {DEVICE_ENV} or pick an index below {count}.")
+            raise RuntimeError(f"{DEVICE_ENV}={override!r}, but this machine has {count} {device.type} device(s), "
+                               f"numbered 0 to {count - 1}. Unset {DEVICE_ENV} or pick an index below {count}.")
         return device
     acc = accelerator()
     if acc is None:
         if accelerator_required():
-            raise RuntimeError(
-                f"{REQUIRE_ENV} is set but PyTorch {torch.__version__} sees no accelerator "
-                "(torch.accelerator.is_available() is False).")
+            raise RuntimeError(f"{REQUIRE_ENV} is set but PyTorch {torch.__version__} sees no accelerator "
+                               "(torch.accelerator.is_available() is False).")
         return torch.device("cpu")
     return torch.device(acc.type, torch.accelerator.current_device_index())
 

@@ -19,14 +19,10 @@ MAYBE_LENGTHS = "looks like sequence lengths"
 
 
 def suggest(report: DeviceReport, model_tensors: int, movers: list[str], data_parallel: bool = False) -> list[str]:
-    """Fixes for what ``report`` flags, most important first, each once; code is in `backticks`.
-
-    Args:
-        report: a report with its target device and its rows (:func:`course_utils.mismatch.explain_devices`).
-        model_tensors: how many parameters and buffers the model has (all of them off target: move the model).
-        movers: the names of the inputs that move with a `.to` of their own (a Hugging Face ``BatchEncoding``).
-        data_parallel: the model is an ``nn.DataParallel`` on GPUs (its ``device_ids[0]`` is the target).
-    """
+    """Fixes for what ``report`` (:func:`course_utils.mismatch.explain_devices`'s) flags, most important first, each
+    once; code is in `backticks`. ``model_tensors`` counts the model's parameters and buffers (all of them off target:
+    move the model); ``movers`` are the inputs that move with a `.to` of their own (a Hugging Face ``BatchEncoding``);
+    ``data_parallel``: the model is an ``nn.DataParallel`` on GPUs (its ``device_ids[0]`` is the target)."""
     where = f'"{report.target}"'
     out = (_model_fixes(report, model_tensors, where, data_parallel) + _container_fixes(report)
            + _input_fixes(report, movers, where) + _holder_fixes(report, where))

@@ -23,18 +23,11 @@ _COLOUR = {OK: "#2e9d4f", NOTE: "#868e96", WARNING: "#e67700", MISMATCH: "#d9480
 
 @dataclass(frozen=True)
 class Entry:
-    """One row of a :class:`DeviceReport`.
-
-    Attributes:
-        kind: ``"parameter"``, ``"buffer"``, ``"plain attribute"``, ``"input"``, ``"loss"``, ``"module"``,
-            ``"optimizer state"`` or ``"unregistered module"``.
-        name: the name as ``named_parameters()`` / ``named_buffers()`` give it, or the input's key.
-        device: where it lives, as text (``"cuda:0"``), or ``""`` for something that is not a tensor.
-        shape: e.g. ``"(8, 4)"``, or ``""``.
-        dtype: e.g. ``"float32"``, or the type name of a non-tensor.
-        status: ``"ok"``, ``"note"``, ``"warning"`` or ``"mismatch"``.
-        note: why it is flagged, in a few words.
-    """
+    """One row of a :class:`DeviceReport`: its ``kind`` (``"parameter"``, ``"buffer"``, ``"plain attribute"``,
+    ``"input"``, ``"loss"``, ``"module"``, ``"optimizer state"`` or ``"unregistered module"``), ``name`` (as
+    ``named_parameters()`` / ``named_buffers()`` give it, or the input's key), ``device`` as text (``"cuda:0"``; ``""``
+    for a non-tensor), ``shape`` (``"(8, 4)"`` or ``""``), ``dtype`` (``"float32"``, or a non-tensor's type name),
+    ``status`` (``"ok"``, ``"note"``, ``"warning"`` or ``"mismatch"``) and a ``note``: why it is flagged."""
 
     kind: str
     name: str
@@ -47,15 +40,10 @@ class Entry:
 
 @dataclass
 class DeviceReport:
-    """What :func:`explain_devices` found; display it, print it, or read its attributes.
-
-    Attributes:
-        target: the device everything should be on (``None`` when there was nothing to go by).
-        reason: why that device: you asked for it, or where most of the model's parameters are.
-        entries: one :class:`Entry` per tensor (and per non-tensor input).
-        suggestions: how to fix what is flagged, most important first.
-        problems: things that stopped part of the inspection (e.g. the model is not an ``nn.Module``).
-    """
+    """What :func:`explain_devices` found; display it, print it, or read its attributes: the ``target`` device
+    (``None`` when there was nothing to go by) and the ``reason`` for it (you asked, or most of the model's
+    parameters are there), one :class:`Entry` per tensor (and non-tensor input) in ``entries``, the ``suggestions``
+    (most important first) and the ``problems`` that stopped part of the inspection (the model is no ``nn.Module``)."""
 
     target: Optional[str]
     reason: str

@@ -50,12 +50,14 @@ class GraderLimit(Exception):
 class Wrong(Exception):
     """The answer ran but gave a wrong result: ``message`` is the feedback, ``code`` the mistake it names (a code
     from :mod:`course_utils.misconceptions`, defined beside the check that raises it), ``earned`` the points the
-    answer still earns (part marks, for an exercise of independent parts such as the capstone's bugs)."""
+    answer still earns (part marks, for an exercise of independent parts such as the capstone's bugs), ``also`` the
+    codes of the other mistakes it still has (the capstone's other bugs)."""
 
-    def __init__(self, message: str, code: str, earned: int = 0):
+    def __init__(self, message: str, code: str, earned: int = 0, also: tuple[str, ...] = ()):
         super().__init__(message)
         self.code = code
         self.earned = earned
+        self.also = also
 
 
 class NotAttempted(Exception):

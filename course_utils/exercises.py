@@ -21,17 +21,10 @@ from .loading import load_lessons
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded exercise.
-
-    Attributes:
-        id: ``"<lesson>.<name>"``, e.g. ``"01.nbytes"``.
-        title: a short title shown with results.
-        reference: the reference solution; its ``__name__`` is the name the learner defines.
-        grade: ``grade(answer) -> str``, given the learner's function or class once it is known to be
-            one (see :attr:`kind`); see :mod:`course_utils.grading`.
-        hints: hints, from gentle to nearly-the-answer.
-        points: points for a pass.
-    """
+    """One graded exercise: its ``id`` (``"<lesson>.<name>"``, e.g. ``"01.nbytes"``), a short ``title`` shown with
+    results, the ``reference`` solution (its ``__name__`` is the name the learner defines), ``grade(answer) -> str``
+    (:mod:`course_utils.grading`), given the learner's function or class once it is known to be one (see
+    :attr:`kind`), ``hints`` from gentle to nearly-the-answer, and the ``points`` for a pass."""
 
     id: str
     title: str
@@ -107,11 +100,7 @@ def exercise_ids() -> list[str]:
 
 
 def get_exercise(exercise_id: str) -> Exercise:
-    """Look up an exercise.
-
-    Raises:
-        UnknownId: for an unknown id (a ``KeyError`` too); the message lists the known ones.
-    """
+    """Look up an exercise; :class:`UnknownId` (a ``KeyError`` too) for an unknown id lists the known ones."""
     load_lessons()
     try:
         return _REGISTRY[exercise_id]

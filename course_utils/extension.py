@@ -46,17 +46,13 @@ _STANDINS = {os.path.splitext(path)[0]: "the course's simulated GPU"
 
 
 class ErrorHelp:
-    """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names."""
+    """An :class:`~course_utils.errors.Explanation` plus the variables on each device it names: ``where`` maps a
+    device to the notebook's variables on it (:func:`variables_on`), ``device_map`` shows them in the HTML view, and
+    those of ``where`` that the failing cell reads (``used``, :func:`cell_names`; ``None``: the code is unknown) are
+    listed first."""
 
     def __init__(self, explanation: Explanation, where: dict[str, list[str]], device_map: Any = None,
                  used: Optional[Iterable[str]] = None):
-        """Args:
-            explanation: what :func:`~course_utils.errors.explain_error` said about the cell's error.
-            where: device -> names of the notebook's variables on it (see :func:`variables_on`).
-            device_map: those variables on a device map, shown in the HTML view only.
-            used: the names the failing cell reads (see :func:`cell_names`): those in ``where`` are listed first,
-                the others after them; ``None`` when the cell's code is unknown.
-        """
         self.explanation, self.where, self.device_map = explanation, where, device_map
         self.cell_known = used is not None
         on = [n for names in where.values() for n in names]
@@ -124,15 +120,9 @@ def variables_on(namespace: dict, devices: tuple[str, ...], first: Iterable[str]
 
     ``"cuda"`` (no index) matches any CUDA device; a module, an optimizer or a batch (a dict, list or
     other mapping of tensors, such as a ``BatchEncoding``) counts on every device its tensors use, as
-    :func:`course_utils.inventory.by_variable` finds them. Names starting with ``_`` are skipped.
-
-    Args:
-        namespace: the variables to look at, e.g. a notebook's ``user_ns``.
-        devices: the devices an error message names.
-        first: names to list first, in this order (e.g. those the failing cell uses: :func:`cell_names`).
-
-    Returns:
-        Device -> names: those of ``first`` first, then the others in the order of ``namespace``.
+    :func:`course_utils.inventory.by_variable` finds them. Names starting with ``_`` are skipped. ``devices`` are
+    those an error message names; on each, the names in ``first`` come first (e.g. those the failing cell uses:
+    :func:`cell_names`), then the others in the order of ``namespace`` (e.g. a notebook's ``user_ns``).
     """
     wanted = list(dict.fromkeys(d for d in devices if d))
     found: dict[str, list[str]] = {d: [] for d in wanted}
@@ -153,13 +143,9 @@ def _same(named: str, actual: str) -> bool:
 
 
 def cell_names(source: str, line: Optional[int] = None) -> list[str]:
-    """The names a cell's code reads: those of the statement on ``line`` (the one that failed) first, then
-    the rest of the cell's, each once, in the order they are written. ``[]`` when the code does not parse.
-
-    Args:
-        source: the cell's Python code (IPython's magics already turned into Python).
-        line: the line, counted from 1, of the statement that failed, if known.
-    """
+    """The names a cell's code (``source``, IPython's magics already turned into Python) reads: those of the
+    statement on ``line`` (counted from 1: the one that failed, if known) first, then the rest of the cell's, each
+    once, in the order they are written. ``[]`` when the code does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -199,8 +185,7 @@ def is_machinery(frame: types.FrameType) -> bool:
     return where in _TORCH_MACHINERY or any(p.startswith("_") and not p.startswith("__") for p in parts)
 
 
-def without_machinery(tb: Optional[types.TracebackType]) -> tuple[Optional[types.TracebackType],
-                                                                list[types.FrameType]]:
+def without_machinery(tb: Optional[types.TracebackType]) -> tuple[Optional[types.TracebackType], list[types.FrameType]]:
     """``tb`` without the frames :func:`is_machinery` picks out (and a PyTorch function's first call when a
     torch-function mode makes it call itself again), and the frames left out."""
     kept: list[types.TracebackType] = []

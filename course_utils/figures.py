@@ -39,15 +39,9 @@ class Figure:
 
 
 def show(fig: Any, alt: str) -> Figure:
-    """Render a matplotlib figure with its text alternative, and close it (so that it shows once).
-
-    Args:
-        fig: a ``matplotlib.figure.Figure``.
-        alt: what the figure shows, with its key numbers (what a reader who cannot see it needs).
-
-    Returns:
-        A :class:`Figure`: the last expression of a cell displays it.
-    """
+    """Render a matplotlib figure with its text alternative ``alt`` (what it shows, with its key numbers: what a
+    reader who cannot see it needs), and close it (so that it shows once). The last expression of a cell displays
+    the :class:`Figure`."""
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("a figure needs a text alternative: say what it shows, with its key numbers")
     buffer = io.BytesIO()

@@ -40,14 +40,7 @@ def atomic_open(path: PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     link stays), is flushed to disk, and is renamed over the target at the end; an exception in the
     block removes the temporary file and leaves the target untouched. The new file keeps the old
     one's permissions (or gets a new file's usual ones). A device or pipe (``/dev/stdout``) is opened directly.
-
-    Args:
-        path: the file to write.
-        mode: ``"w"`` or ``"wb"``.
-        **kwargs: passed to :func:`open` (``encoding``, ``errors``, ``newline``).
-
-    Yields:
-        The open temporary file.
+    ``mode`` is ``"w"`` or ``"wb"``; ``kwargs`` go to :func:`open` (``encoding``, ``errors``, ``newline``).
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes only ('w' or 'wb'), not {mode!r}")

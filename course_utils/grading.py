@@ -96,18 +96,13 @@ def _modes() -> tuple[tuple, ...]:
     context = getattr(holder, "device_context", None)
     return (tuple(_get_function_stack_at(i) for i in range(_len_torch_function_stack())),
             tuple(_get_dispatch_stack_at(i) for i in range(_len_torch_dispatch_stack())),
-            (context,) if context is not None else (),
-            (_device_module.CURRENT_DEVICE,))
+            (context,) if context is not None else (), (_device_module.CURRENT_DEVICE,))
 
 
 def call(fn: Callable, *args: Any, context: str = "", **kwargs: Any) -> Any:
-    """Call learner code, translating its exceptions for the grader. Modes it leaves active are
-    taken off again (:class:`ModesKept`), so that what the check does next runs as it chose.
-
-    Raises:
-        NotAttempted: the code raised ``NotImplementedError`` (the unsolved stub).
-        Crashed: the code raised anything else (including ``SystemExit``).
-    """
+    """Call learner code, translating its exceptions for the grader: :class:`NotAttempted` for the unsolved stub's
+    ``NotImplementedError``, :class:`Crashed` for anything else (``SystemExit`` included). Modes it leaves active are
+    taken off again (:class:`ModesKept`), so that what the check does next runs as it chose."""
     try:
         with ModesKept():
             result = fn(*args, **kwargs)
@@ -174,10 +169,9 @@ def expect_tensor(value: Any, what: str) -> torch.Tensor:
     """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor.
 
     An ``nn.Parameter`` gives a plain view of itself; a tensor on the simulated GPU
-    (:func:`course_utils.gpusim.is_sim_tensor`, a class only the course makes) is taken as it is. Another
-    subclass of ``torch.Tensor`` fails: its ``__torch_function__`` could answer the check's own questions
-    (``torch.equal``, ``.device``) with anything. The type is read with ``type()``, which an object cannot fake
-    (``__class__`` can).
+    (:func:`course_utils.gpusim.is_sim_tensor`, a class only the course makes) is taken as it is. Another subclass of
+    ``torch.Tensor`` fails: its ``__torch_function__`` could answer the check's own questions (``torch.equal``,
+    ``.device``) with anything. The type is read with ``type()``, which an object cannot fake (``__class__`` can).
     """
     kind = type(value)
     if kind is torch.Tensor or gpusim.is_sim_tensor(value):   # a tensor on the course's simulated GPU
@@ -197,16 +191,10 @@ _as_subclass = torch._C.TensorBase.as_subclass  # reads nothing of the tensor's 
 
 def expect_like(got: torch.Tensor, want: torch.Tensor, what: str, *, device: str | None = None, shape: str = "",
                 dtype: str = "", device_code: str = misconceptions.WRONG_DEVICE) -> None:
-    """Raise :class:`Wrong` unless ``got`` has the device, shape and dtype of ``want`` (compared in that order).
-
-    Args:
-        got: the learner's tensor, a plain one (see :func:`expect_tensor`).
-        want: a tensor with the expected device, shape and dtype (the input, for a function that keeps them).
-        what: starts the shape and dtype messages: ``"For a float32 tensor of shape (3,) on cpu"``.
-        device: the whole message for a result on another device; ``None``: the device is not compared.
-        shape, dtype: a sentence of advice after the message for that mistake.
-        device_code: the misconception code of a result on another device (by default the generic one).
-    """
+    """Raise :class:`Wrong` unless ``got`` (a plain tensor: :func:`expect_tensor`) has the device, shape and dtype of
+    ``want`` (compared in that order). ``what`` starts the shape and dtype messages (``"For a float32 tensor of shape
+    (3,) on cpu"``); ``device`` is the whole message for a result on another device (``None``: the device is not
+    compared), with the misconception ``device_code``; ``shape`` and ``dtype`` are advice after those messages."""
     if device is not None and got.device != want.device:
         raise Wrong(device, device_code)
     if got.shape != want.shape:
@@ -233,15 +221,9 @@ _INT_ADVICE = {
 def expect_int(value: Any, what: str, *, want: int | None = None, advice: Mapping[str, str] | None = None) -> int:
     """``value`` if it is exactly a Python ``int``; else :class:`Wrong`, saying what to return instead.
 
-    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer.
-
-    Args:
-        value: what the learner's code returned.
-        what: starts the message: ``"For n=3"`` gives ``"For n=3 you returned ..."``.
-        want: the right answer; a float equal to it is told it is the right number in the wrong type.
-        advice: what to do instead, for the exercise, by mistake: ``"tensor"``, ``"float"`` or
-            ``"integral"`` (another integer type); the general advice where none is given.
-    """
+    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer. ``what`` starts the message
+    (``"For n=3"`` gives ``"For n=3 you returned ..."``); a float equal to ``want`` is told it is the right number in
+    the wrong type; ``advice`` replaces the general advice by mistake (``"tensor"``, ``"float"``, ``"integral"``)."""
     kind, advice = type(value), {**_INT_ADVICE, **(advice or {})}
     if kind is int:
         return value
@@ -388,12 +370,8 @@ def sample_tensors(seed: int, count: int = 12, devices: list[torch.device] | Non
 class CallsNoted(Patched):
     """Note, for a ``with`` block, each call of some functions (also through the answer's own helpers), in order;
     each call still does what the function did when the block began (what a simulation entered before says).
-    ``as`` gives the list of the calls' labels.
-
-    Args:
-        functions: ``(module, name, label)`` for each function; a missing module or function is left out.
-        answer: the learner's function or class, whose own imported names are patched too.
-    """
+    ``as`` gives the list of the calls' labels. ``functions`` are ``(module, name, label)`` (a missing module or
+    function is left out); the names the learner's ``answer`` (a function or class) imported are patched too."""
 
     def __init__(self, functions: Iterable[tuple[Any, str, Any]], answer: Any = None):
         self.functions, self.answer = tuple(functions), answer

@@ -17,12 +17,11 @@ a failing cell all read this walk, so they agree on what an object holds:
   a few levels deep, with names you can paste (``batch['x']``, ``pair[0]``);
 * a tensor: itself, and its gradient.
 
-Each find is a :class:`Found`: its name, the value, its role (:data:`PARAMETER`, :data:`BUFFER`...) and
-what it belongs to. The finds come in a fixed order (a module's own order, then the items of its
-containers), so a reader that wants another order sorts them, and one that wants fewer stops early.
-An :class:`Inventory` walks several objects as one: it opens an object once (cycles end), names
-optimizer state after the parameters it met, and holds the limits (depth, items per container).
-:func:`by_variable` walks a namespace (a notebook's variables), the names you choose first. This module
+Each find is a :class:`Found`: its name, the value, its role (:data:`PARAMETER`, :data:`BUFFER`...) and what it belongs
+to. The finds come in a fixed order (a module's own order, then the items of its containers), so a reader that wants
+another order sorts them, and one that wants fewer stops early. An :class:`Inventory` walks several objects as one: it
+opens an object once (cycles end), names optimizer state after the parameters it met, and holds the limits (depth, items
+per container). :func:`by_variable` walks a namespace (a notebook's variables), the names you choose first. This module
 imports only torch and the standard library: any floor of the package may read it.
 """
 from __future__ import annotations
@@ -59,17 +58,11 @@ MORE = "more items"                   #: the items of a container past the limit
 
 
 class Found(NamedTuple):
-    """One thing a walk found.
-
-    Attributes:
-        name: how to reach it, as code: ``model.0.weight``, ``batch['x']``, ``opt.state[0].exp_avg``.
-        value: the tensor (for the other roles: the object met, or for :data:`MORE` a count).
-        role: what it is to what holds it: :data:`PARAMETER`, :data:`BUFFER`, :data:`PLAIN`...
-        owner: the submodule it belongs to, as the module names it (``"0"`` for ``model.0.weight``, ``""``
-            for the module itself); for optimizer state, the name of its parameter when the walk met it.
-        key: what its holder keeps it under: an attribute, a key or index, a state's name, or a
-            parameter's position in its optimizer.
-    """
+    """One thing a walk found: its ``name`` as code (``model.0.weight``, ``batch['x']``, ``opt.state[0].exp_avg``),
+    the ``value`` (a tensor; for the other roles the object met, for :data:`MORE` a count), its ``role``
+    (:data:`PARAMETER`, :data:`BUFFER`...), its ``owner`` (the submodule it belongs to as the module names it, ``"0"``
+    for ``model.0.weight``, ``""`` for the module itself; for optimizer state, its parameter's name when the walk met
+    it) and its ``key`` (an attribute, a key or index, a state's name, or a parameter's position in its optimizer)."""
 
     name: str
     value: Any
@@ -79,15 +72,9 @@ class Found(NamedTuple):
 
 
 class Inventory:
-    """A walk over several objects that share what they hold (a model, then its optimizer).
-
-    Args:
-        max_depth: containers inside containers followed this deep; deeper ones are found as :data:`OTHER`.
-        max_items: items looked at in one container; the rest are one :data:`MORE`.
-
-    Attributes:
-        parameter_names: ``id(parameter)`` -> the name it was found under, for naming optimizer state.
-    """
+    """A walk over several objects that share what they hold (a model, then its optimizer): containers followed
+    ``max_depth`` deep (deeper ones are one :data:`OTHER`), ``max_items`` looked at in each (the rest are one
+    :data:`MORE`); ``parameter_names`` maps ``id(parameter)`` to the name it was found under, for optimizer state."""
 
     def __init__(self, max_depth: int = 4, max_items: int = 500):
         self.max_depth, self.max_items = max_depth, max_items
@@ -105,14 +92,9 @@ class Inventory:
     def leaves(self, value: Any, name: str = "", *, named_keys: bool = False) -> Iterator[Found]:
         """The leaves of a structure of containers, as they are: tensors (with their gradients), and
         anything else, a module or an optimizer included, as :data:`OTHER`. A mapping with a ``.to`` of its
-        own is announced (:data:`BATCH`) before its items; items past the limit are one :data:`MORE`.
-
-        Args:
-            value: a tensor, or containers of anything.
-            name: the name of ``value``.
-            named_keys: the keys of ``value``, a mapping, that are Python names name their values
-                (``{"x": x}`` gives ``x``, not ``inputs['x']``), as in a namespace.
-        """
+        own is announced (:data:`BATCH`) before its items; items past the limit are one :data:`MORE`. With
+        ``named_keys``, the keys of ``value``, a mapping, that are Python names name their values (``{"x": x}`` gives
+        ``x``, not ``inputs['x']``), as in a namespace."""
         return self._visit(value, name, 0, None, False, named_keys)
 
     def optimizer(self, optimizer: Any, name: str = "optimizer") -> Iterator[Found]:
@@ -136,8 +118,7 @@ class Inventory:
 
     # --- the walk ---------------------------------------------------------------------------------
 
-    def _visit(self, value: Any, name: str, depth: int, key: Any, opening: bool,
-               named_keys: bool) -> Iterator[Found]:
+    def _visit(self, value: Any, name: str, depth: int, key: Any, opening: bool, named_keys: bool) -> Iterator[Found]:
         if isinstance(value, torch.Tensor):
             yield from _with_gradient(Found(name, value, TENSOR, "", key))
             return
@@ -182,32 +163,17 @@ class Inventory:
             yield from _attributes(sub, prefix + path if path else name, path, self.max_items)
 
 def walk(value: Any, name: str = "", *, max_depth: int = 4, max_items: int = 500) -> Iterator[Found]:
-    """Everything ``value`` holds, named from ``name``: see :meth:`Inventory.walk`.
-
-    Args:
-        value: a tensor, a module, an optimizer, or containers of them (anything else is one :data:`OTHER`).
-        name: its name (``""``: the module's own names, ``weight``, ``0.bias``).
-        max_depth, max_items: the limits of :class:`Inventory`.
-
-    Returns:
-        An iterator of :class:`Found`, in the order of the module's ``named_parameters()``,
-        ``named_buffers()`` and attributes, of the optimizer's groups, and of the containers' items.
-    """
+    """Everything ``value`` holds, named from ``name`` (``""``: the module's own names, ``weight``, ``0.bias``): see
+    :meth:`Inventory.walk`. The :class:`Found` come in the order of the module's ``named_parameters()``,
+    ``named_buffers()`` and attributes, of the optimizer's groups, and of the containers' items."""
     return Inventory(max_depth, max_items).walk(value, name)
 
 
 def by_variable(namespace: Mapping[str, Any], first: Iterable[str] = (),
                 per_variable: int = 1000) -> Iterator[tuple[str, set[str]]]:
-    """Each variable of a namespace that holds tensors, with the devices they are on (``{"cpu", "meta"}``).
-
-    Args:
-        namespace: name -> value, e.g. a notebook's variables; names starting with ``_`` are skipped.
-        first: names to give first, in this order; the others follow in the order of ``namespace``.
-        per_variable: tensors looked at in one variable, at most (each value is walked with :func:`walk`).
-
-    Returns:
-        An iterator of ``(name, devices)``; a variable that holds no tensor, or breaks when walked, is left out.
-    """
+    """``(name, devices)`` for each variable of a namespace that holds tensors (``{"cpu", "meta"}``): the names in
+    ``first`` first, then the others in the order of ``namespace``. Names starting with ``_`` are skipped, each value
+    is walked with :func:`walk` for at most ``per_variable`` tensors, and one that breaks when walked is left out."""
     variables = dict(list(namespace.items()))
     for name in dict.fromkeys([n for n in first if n in variables] + list(variables)):
         if not isinstance(name, str) or name.startswith("_"):

@@ -20,15 +20,9 @@ MISSING: Any = object()
 
 
 def answer(quiz_id: str, choice: Any) -> Outcome:
-    """Commit a prediction without widgets: ``answer("01.default_device", "b")``.
-
-    Args:
-        quiz_id: the quiz's id, shown with the question.
-        choice: a letter (``"a"``), a 0-based index, or the option's text.
-
-    Returns:
-        The :class:`~course_utils.quizzes.Outcome`: right or wrong, and the explanation.
-    """
+    """Commit a prediction without widgets: ``answer("01.default_device", "b")``. The ``choice`` is a letter
+    (``"a"``), a 0-based index, or the option's text; the :class:`~course_utils.quizzes.Outcome` says right or wrong,
+    and explains."""
     outcome = grade_choice(get_quiz(quiz_id), choice)
     if outcome.chosen is not None:
         store.record_quiz(quiz_id, outcome.correct, outcome.chosen)
@@ -81,17 +75,9 @@ def solution(exercise_id: str, force: bool = False) -> str:
 
 
 def run_check(exercise_id: str, answer: Any = MISSING, namespace: dict | None = None) -> Result:
-    """Check an exercise and record the outcome in the learner's progress.
-
-    Args:
-        exercise_id: e.g. ``"01.nbytes"``.
-        answer: the learner's function or class; without it, the name the exercise asks for is looked
-            up in ``namespace`` (default: :func:`user_namespace`) at the moment of checking.
-        namespace: where to look the answer up.
-
-    Returns:
-        The :class:`~course_utils.results.Result`; "not attempted" when the name is not defined yet.
-    """
+    """Check an exercise (``"01.nbytes"``) and record the outcome in the learner's progress. Without ``answer``, the
+    name the exercise asks for is looked up in ``namespace`` (default: :func:`user_namespace`) at the moment of
+    checking: "not attempted" when it is not defined yet."""
     ex = get_exercise(exercise_id)
     if answer is MISSING:
         answer = (namespace or user_namespace()).get(ex.name, MISSING)

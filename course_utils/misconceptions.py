@@ -24,16 +24,10 @@ CODE = re.compile(r"^(?:\d\d|any|grade)\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 @dataclass(frozen=True)
 class Misconception:
-    """One recognised mistake.
-
-    Attributes:
-        code: stable id, e.g. ``"03.to-not-assigned"``.
-        name: a short name for a table, e.g. "`.to` without keeping the result".
-        explanation: what the learner likely believed, and what is true instead (for the teacher).
-        section: ``(notebook, heading)`` of the lesson section that teaches it (``" › "`` joins a
-            subsection to its section), or ``None`` for a generic code.
-        question: a question to discuss in class, or ``""``.
-    """
+    """One recognised mistake: its stable ``code`` (``"03.to-not-assigned"``), a short ``name`` for a table ("`.to`
+    without keeping the result"), the ``explanation`` for the teacher (what the learner likely believed, and what is
+    true instead), the ``section`` that teaches it as ``(notebook, heading)`` (``" › "`` joins a subsection to its
+    section; ``None`` for a generic code), and a ``question`` to discuss in class, or ``""``."""
 
     code: str
     name: str
@@ -65,11 +59,8 @@ _REGISTRY: dict[str, Misconception] = {}
 
 def define(code: str, name: str, explanation: str, *, section: Optional[tuple[str, str]] = None,
            question: str = "") -> str:
-    """Register a misconception and return its code (a grader then writes ``raise Wrong(message, CODE)``).
-
-    Raises:
-        ValueError: a malformed or repeated code, or a lesson's code without a section.
-    """
+    """Register a misconception and return its code (a grader then writes ``raise Wrong(message, CODE)``);
+    ``ValueError`` for a malformed or repeated code, or a lesson's code without a section."""
     if not CODE.match(code):
         raise ValueError(f"malformed misconception code {code!r}: use NN.slug, any.slug or grade.slug")
     if code in _REGISTRY:
@@ -92,15 +83,18 @@ def register_lesson(number: str) -> None:
 
 def code(value: str) -> str:
     """``value``, a code that must be defined: a lesson module names the codes its check gives with it
-    (``COUNTED_ELEMENTS = code("01.counted-elements")``), so that one missing from the data fails at import.
-
-    Raises:
-        LookupError: ``value`` is not defined.
-    """
+    (``COUNTED_ELEMENTS = code("01.counted-elements")``), so that one missing from the data fails at import
+    (``LookupError``)."""
     if value not in _REGISTRY:
         raise LookupError(f"misconception {value!r} is not defined: add it to course_utils/data/lessons/"
                           f"{value[:2]}.json")
     return value
+
+
+def codes(text: str) -> list[str]:
+    """The well-formed codes in ``text``, space-separated as a result and the grader's CSV hold them (the one its
+    feedback names first)."""
+    return [code for code in text.split() if CODE.match(code)]
 
 
 def get(code: str) -> Misconception:

@@ -11,9 +11,8 @@ of every submodule, the inputs and, if you pass it, the optimizer's state) and s
     report.mismatches   # sorted names of the tensors that are not on the target device
 
 It never raises for what you pass it: odd inputs are listed and explained instead. The fixes it suggests are
-:mod:`course_utils.devicefixes`'s.
-:func:`save_as_gpu_checkpoint` writes the file ``torch.save`` writes on a GPU machine, so a
-CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
+:mod:`course_utils.devicefixes`'s. :func:`save_as_gpu_checkpoint` writes the file ``torch.save`` writes on a GPU
+machine, so a CPU-only runtime can reproduce (and fix) loading a GPU checkpoint.
 """
 from __future__ import annotations
 
@@ -45,30 +44,21 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
                     optimizer: Any = None, loss: Any = None) -> DeviceReport:
     """List every parameter, buffer, plain tensor attribute and input with its device; flag the odd ones out.
 
-    Args:
-        model: an ``nn.Module`` (or ``None`` to look at inputs only).
-        inputs: what you pass to the model: a tensor, a dict of name -> tensor (or any mapping, such
-            as a Hugging Face ``BatchEncoding``), or a list/tuple (nested containers are followed a few
-            levels; non-tensors are listed and skipped).
-        device: the device everything should be on (a string or ``torch.device``). ``"cuda"``
-            means the current CUDA device. When omitted, the device holding most of the model's
-            parameters (by element count) is used, or else the one holding most of the inputs. An
-            ``nn.DataParallel`` model on GPUs always targets its ``device_ids[0]``: it checks that its
-            parameters are there before each call, and scatters the inputs itself from any device.
-        optimizer: optionally, a ``torch.optim.Optimizer`` whose state should sit with its parameters.
-        loss: optionally, your loss module (``nn.CrossEntropyLoss(weight=w)``), or a dict of name ->
-            loss module. The tensors it holds (``weight``, ``pos_weight``) are checked against the
-            target device; they never choose it. A loss module passed as ``model``, and modules among
-            the inputs, are read the same way.
+    ``model`` is an ``nn.Module`` (``None``: inputs only); ``inputs`` what you pass it: a tensor, a mapping of name ->
+    tensor (a Hugging Face ``BatchEncoding`` too) or a list/tuple, nested containers followed a few levels,
+    non-tensors listed and skipped. ``device`` is where everything should be (``"cuda"``: the current CUDA device);
+    when omitted, the device holding most of the model's parameters (by element count), else most of the inputs. An
+    ``nn.DataParallel`` model on GPUs always targets its ``device_ids[0]``: it checks that its parameters are there
+    before each call, and scatters the inputs itself from any device. ``optimizer``'s state should sit with its
+    parameters. The tensors ``loss`` holds (a loss module, or a dict of name -> loss module; ``weight``,
+    ``pos_weight``) are checked against the target but never choose it; a loss module passed as ``model``, and
+    modules among the inputs, are read the same way.
 
-    Some arguments must stay on the CPU whatever the target: a ``DataLoader``'s generator, and the
-    sequence lengths given to ``pack_padded_sequence``. An integer tensor named like lengths
-    (``lengths``, ``src_len``, ``x_len``, ``seq_lens``...) is judged by use: when the model's code calls
-    ``pack_padded_sequence`` it must stay on the CPU; otherwise the report says it cannot tell, and
-    never advises moving it to the target. Neither ever chooses the target.
-
-    Returns:
-        A :class:`DeviceReport`. It never raises for unusual arguments; it reports them.
+    Some arguments must stay on the CPU whatever the target: a ``DataLoader``'s generator, and the sequence lengths
+    given to ``pack_padded_sequence``. An integer tensor named like lengths (``lengths``, ``src_len``, ``x_len``,
+    ``seq_lens``...) is judged by use: when the model's code calls ``pack_padded_sequence`` it must stay on the CPU;
+    otherwise the report says it cannot tell, and never advises moving it to the target. Neither ever chooses the
+    target. The :class:`DeviceReport` never raises for unusual arguments: it reports them.
     """
     report = DeviceReport(target=None, reason="")
     try:
@@ -467,12 +457,8 @@ def save_as_gpu_checkpoint(obj: Any, f: Any, location: str = "cuda:0") -> None:
     ``torch.save`` records each storage's device as a *location tag* (``"cpu"``, ``"cuda:0"``) next
     to its bytes, and ``torch.load`` puts it back there. This writes the same bytes with the tag
     a GPU machine would write, so a CPU-only runtime can meet, and fix, the real error of loading a
-    GPU checkpoint without ``map_location``. Nothing changes for any other ``torch.save`` call.
-
-    Args:
-        obj: what to save, e.g. a ``state_dict``; its tensors must be on the CPU.
-        f: a path or a binary file object.
-        location: the location tag to write, e.g. ``"cuda:0"``.
+    GPU checkpoint without ``map_location``. Nothing changes for any other ``torch.save`` call. The tensors of
+    ``obj`` (e.g. a ``state_dict``) must be on the CPU; ``f`` is a path or a binary file object.
     """
     global _TAG_AS, _REGISTERED
     if not _REGISTERED:

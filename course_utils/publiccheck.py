@@ -96,11 +96,8 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def portable(value: Any, device: torch.device) -> Any:
-    """``value`` with the accelerator ``device`` replaced by markers, so that it can run on another one.
-
-    Raises:
-        _NotPlain: for anything an example cannot keep.
-    """
+    """``value`` with the accelerator ``device`` replaced by markers, so that it can run on another one
+    (:class:`_NotPlain` for anything an example cannot keep)."""
     if isinstance(value, torch.Tensor):
         if (type(value) is not torch.Tensor and value.device.type == "cpu") or value.device.type == "meta":
             raise _NotPlain(type(value).__name__)
@@ -241,17 +238,10 @@ def same(got: Any, want: Any) -> bool:
 
 
 def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) -> str:
-    """Call ``answer`` on each example and compare: the feedback (what matched, the first that did not).
-
-    Args:
-        exercise: the exercise and its examples.
-        answer: the learner's function.
-        device: the learner's accelerator (a GPU or the simulated one); examples that need one are skipped without.
-
-    Raises:
-        course_utils.grading.Wrong: an example's result differs (the feedback names the example).
-        course_utils.grading.NotAttempted, course_utils.grading.Crashed: as :func:`course_utils.grading.call`.
-    """
+    """Call ``answer`` on each example and compare: the feedback (what matched, the first that did not). ``device``
+    is the learner's accelerator (a GPU or the simulated one); examples that need one are skipped without.
+    :class:`~course_utils.grading.Wrong` names an example whose result differs; NotAttempted and Crashed come as
+    from :func:`course_utils.grading.call`."""
     if is_stub(answer):
         raise grading.NotAttempted()
     tried = 0   # the examples on the learner's GPU first: device bugs show there, as in the full checks
@@ -309,19 +299,15 @@ _PREAMBLE = {"RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL"}
 
 
 def _needs_device(example: Example) -> bool:
-    found: list[bool] = []
+    return _holds_device((example.args, example.kwargs, example.expected, example.made, example.before))
 
-    def visit(value: Any) -> None:
-        if isinstance(value, (OnDevice, DeviceName)):
-            found.append(True)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                visit(v)
-        elif isinstance(value, dict):
-            for v in value.values():
-                visit(v)
-    visit((example.args, example.kwargs, example.expected, example.made, example.before))
-    return bool(found)
+
+def _holds_device(value: Any) -> bool:
+    """Whether ``value`` (lists, tuples and dicts looked into) holds a tensor or a device of the accelerator."""
+    if isinstance(value, (OnDevice, DeviceName)):
+        return True
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return any(_holds_device(v) for v in items)
 
 
 def placeholder(name: str, kind: str) -> Any:

@@ -1,9 +1,8 @@
 """Predict-then-reveal quizzes: the data and the plain-Python way to answer them.
 
 A lesson's quizzes are data, the ``"quizzes"`` of ``course_utils/data/lessons/NN.json`` (the students' package of an
-assessed class ships them too), registered by :func:`register_lesson` when :mod:`course_utils.lessons` is
-imported. The registry never imports a lesson: every read of it loads the lessons first
-(:func:`course_utils.loading.load_lessons`).
+assessed class ships them too), registered by :func:`register_lesson` when :mod:`course_utils.lessons` is imported. The
+registry never imports a lesson: every read of it loads the lessons first (:func:`course_utils.loading.load_lessons`).
 """
 from __future__ import annotations
 
@@ -21,15 +20,10 @@ from .text import card, code_html
 
 @dataclass(frozen=True)
 class Quiz:
-    """A prediction question: the learner commits to an option before the answer is revealed.
-
-    Attributes:
-        id: ``"<lesson>.<name>"``, e.g. ``"01.default_device"``.
-        question: the question, in Markdown-free plain text (``code`` in backticks is fine).
-        options: the choices.
-        answer: index of the right option.
-        explanation: why, shown only after the learner commits.
-    """
+    """A prediction question: the learner commits to an option before the answer is revealed. Its ``id``
+    (``"<lesson>.<name>"``, e.g. ``"01.default_device"``), the ``question`` in Markdown-free plain text (``code`` in
+    backticks is fine), the ``options``, the index of the right one (``answer``), and the ``explanation``, shown only
+    after the learner commits."""
 
     id: str
     question: str

@@ -18,17 +18,11 @@ _DATA = Path(__file__).with_name("data") / "reference_gpu.json"
 
 @dataclass(frozen=True)
 class Reference:
-    """One reference run.
-
-    Attributes:
-        gpu: the GPU's name, e.g. ``"NVIDIA H100 80GB HBM3"``.
-        versions: PyTorch, CUDA and driver, e.g. ``"PyTorch 2.11.0+cu130, CUDA 13.0, driver 580.159.04"``.
-        date: when it was measured (ISO).
-        cpu: the host's processor and the threads PyTorch used.
-        matmul_seconds: by device (``"cuda"``, ``"cpu"``): n -> median seconds per n×n float32 product.
-        add_seconds: n -> median seconds per ``x + x`` of n elements on the GPU.
-        copies: lesson 07's sweeps (host → device pageable and pinned, device → host).
-    """
+    """One reference run: the ``gpu``'s name (``"NVIDIA H100 80GB HBM3"``), the ``versions`` of PyTorch, CUDA and
+    driver (``"PyTorch 2.11.0+cu130, CUDA 13.0, driver 580.159.04"``), the ISO ``date`` it was measured, the ``cpu``
+    (the host's processor and the threads PyTorch used), ``matmul_seconds`` by device (``"cuda"``, ``"cpu"``: n ->
+    median seconds per n×n float32 product), ``add_seconds`` (n -> median seconds per ``x + x`` of n elements on the
+    GPU) and lesson 07's ``copies`` sweeps (host → device pageable and pinned, device → host)."""
 
     gpu: str
     versions: str

@@ -25,19 +25,11 @@ _STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
 
 @dataclass
 class Result:
-    """Outcome of :func:`course_utils.check`.
-
-    Attributes:
-        exercise_id: e.g. ``"01.nbytes"``.
-        title: the exercise's short title.
-        status: ``"passed"``, ``"failed"`` or ``"not attempted"``; ``"checked"`` where only public checks ran (the
-            students' package of an assessed class, :mod:`course_utils.publiccheck`): no points until grading.
-        points: points earned.
-        max_points: points available.
-        feedback: what went right or wrong, in plain words.
-        printed: anything the learner's code printed while being checked (shortened).
-        code: the misconception the feedback names (:mod:`course_utils.misconceptions`); ``""`` when passed.
-    """
+    """Outcome of :func:`course_utils.check` for ``exercise_id`` (``"01.nbytes"``, its short ``title``): the
+    ``status``, ``"passed"``, ``"failed"`` or ``"not attempted"`` (``"checked"`` where only public checks ran, in the
+    students' package of an assessed class, :mod:`course_utils.publiccheck`: no points until grading), the
+    ``points`` earned of ``max_points``, the ``feedback`` in plain words, anything the learner's code ``printed``
+    while being checked (shortened), and the misconception ``code`` the feedback names (``""`` when passed)."""
 
     exercise_id: str
     title: str

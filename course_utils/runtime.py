@@ -92,20 +92,15 @@ SIMULATED_LINE = (f"Simulated GPU: {gpusim.NAME}:0 and {gpusim.NAME}:1 hold real
 
 
 def setup(lesson: str | None = None) -> torch.device:
-    """Print the runtime banner and return the device the lesson should use.
+    """Print the runtime banner (its first line names the ``lesson``, ``"01"``..``"08"``) and return the device the
+    lesson should use.
 
-    Args:
-        lesson: the lesson number (``"01"``..``"08"``), shown in the banner's first line.
-
-    In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error
-    is explained under its traceback. Without an accelerator it registers the simulated GPU and hands out
-    ``simgpu:0`` (:mod:`course_utils.gpusim`); ``COURSE_DEVICE=simgpu`` asks for it even where there is an
-    accelerator, e.g. for a class that should all see the same.
-
-    Returns:
-        The device chosen by :func:`course_utils.best_device` (or ``simgpu:0``), made the current device when it
-        names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with it. Only a
-        process that may not register the simulated GPU (a test suite's own) gets the CPU.
+    In IPython it also turns on the error help (:mod:`course_utils.extension`): a device error is explained under its
+    traceback. Without an accelerator it registers the simulated GPU and hands out ``simgpu:0``
+    (:mod:`course_utils.gpusim`); ``COURSE_DEVICE=simgpu`` asks for it even where there is an accelerator, e.g. for a
+    class that should all see the same. The device chosen by :func:`course_utils.best_device` (or ``simgpu:0``) is made
+    the current device when it names an accelerator by index, so that ``.cuda()``, synchronisation and timing agree with
+    it. Only a process that may not register the simulated GPU (a test suite's own) gets the CPU.
     """
     from . import extension  # imports only the error catalogue: no floor above this one
     extension.enable(lesson or "")

@@ -1,9 +1,8 @@
 """The learner's progress: quiz and exercise outcomes, stored locally as JSON.
 
-Writes are atomic (temporary file + ``os.replace``) and serialised with a lock file, so two
-notebooks saving at once lose nothing. A missing file is an empty record; a damaged one is
-kept aside under a new name and a fresh record is started, with a message saying so.
-Progress problems never stop a notebook: they become a warning.
+Writes are atomic (temporary file + ``os.replace``) and serialised with a lock file, so two notebooks saving at once
+lose nothing. A missing file is an empty record; a damaged one is kept aside under a new name and a fresh record is
+started, with a message saying so. Progress problems never stop a notebook: they become a warning.
 """
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ def record_quiz(quiz_id: str, correct: bool, chosen: int) -> None:
 
 
 def record_result(exercise_id: str, status: str, points: int, max_points: int, code: str = "") -> None:
-    """Store an exercise check; the best status so far is kept in ``passed``. A lesson's misconception ``code``
+    """Store an exercise check; the best status so far is kept in ``passed``. Each lesson's misconception in ``code``
     (:mod:`course_utils.misconceptions`) is kept in ``misconceptions`` as hit, and as cleared once a later check
     of the exercise passes (hit again, it is open again)."""
     _SESSION[exercise_id] = (status, code)
@@ -79,10 +78,11 @@ def record_result(exercise_id: str, status: str, points: int, max_points: int, c
         if status == "passed":
             for met in list(seen):
                 seen[met] = {**(seen[met] if isinstance(seen[met], dict) else {}), "cleared": True}
-        elif code and not misconceptions.get(code).generic:
-            hit = seen.get(code) if isinstance(seen.get(code), dict) else {}
-            times = hit.get("times") if isinstance(hit.get("times"), int) else 0
-            seen[code] = {**hit, "times": times + 1, "cleared": False}
+        for met in () if status == "passed" else misconceptions.codes(code):
+            if not misconceptions.get(met).generic:
+                hit = seen.get(met) if isinstance(seen.get(met), dict) else {}
+                times = hit.get("times") if isinstance(hit.get("times"), int) else 0
+                seen[met] = {**hit, "times": times + 1, "cleared": False}
     _update(update)
 
 
@@ -157,11 +157,10 @@ class Summary:
         legend = " · ".join(f"{m} {word}" for word, m in MARKS.items())
         hits = ""
         if self.hits:
-            items = "".join(
-                f"<li><b>{'cleared' if h['cleared'] else 'still open'}</b>: {code_html(h['name'])} "
-                f"(<code>{esc(h['code'])}</code>, in {esc(h['exercise'])}); taught in "
-                f"<a href='{esc(h['link'])}'>lesson {esc(h['lesson'])}, {code_html(h['section'])}</a></li>"
-                for h in self.hits)
+            items = "".join(f"<li><b>{'cleared' if h['cleared'] else 'still open'}</b>: {code_html(h['name'])} "
+                            f"(<code>{esc(h['code'])}</code>, in {esc(h['exercise'])}); taught in "
+                            f"<a href='{esc(h['link'])}'>lesson {esc(h['lesson'])}, {code_html(h['section'])}</a></li>"
+                            for h in self.hits)
             hits = f"<p>Misconceptions your checks met:</p><ul class='course-misconceptions'>{items}</ul>"
         return (f"<table class='course-progress'><caption>Your progress (quizzes │ exercises: {legend})</caption>"
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{hits}"

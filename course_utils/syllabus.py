@@ -15,13 +15,9 @@ __all__ = ["Lesson", "LESSONS"]
 
 @dataclass(frozen=True)
 class Lesson:
-    """One lesson of the course.
-
-    Attributes:
-        number: ``"01"``..``"08"``; it starts the lesson's exercise, quiz and misconception ids.
-        title: a few words for tables and links, e.g. ``"CPU vs GPU"``.
-        notebook: its notebook's file name in ``notebooks/``, e.g. ``"02_cpu_vs_gpu.ipynb"``.
-    """
+    """One lesson of the course: its ``number`` (``"01"``..``"08"``, which starts its exercise, quiz and
+    misconception ids), a ``title`` for tables and links (``"CPU vs GPU"``), and its ``notebook``'s file name in
+    ``notebooks/`` (``"02_cpu_vs_gpu.ipynb"``)."""
 
     number: str
     title: str

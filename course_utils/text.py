@@ -18,12 +18,7 @@ _CARD_STYLE = "border-left:6px solid {colour};padding:6px 10px;background:rgba(1
 
 
 def shorten(text: str, limit: int) -> str:
-    """``text`` if it has at most ``limit`` characters, else its first ``limit - 1`` and "…".
-
-    Args:
-        text: any text.
-        limit: the most characters the result may have (at least 1).
-    """
+    """``text`` if it has at most ``limit`` (at least 1) characters, else its first ``limit - 1`` and "…"."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -34,13 +29,8 @@ def clean(text: str, limit: int = 600) -> str:
 
 
 def wrapped(text: str, first: str = "", then: str = "") -> list[str]:
-    """``text`` in lines of at most :data:`WIDTH` characters, broken at spaces only (a longer word stays whole).
-
-    Args:
-        text: one paragraph.
-        first: what the first line starts with (a label, an indent).
-        then: what every further line starts with.
-    """
+    """``text``, one paragraph, in lines of at most :data:`WIDTH` characters, broken at spaces only (a longer word
+    stays whole); the first line starts with ``first`` (a label, an indent), every further one with ``then``."""
     return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=then, break_long_words=False,
                          break_on_hyphens=False) or [first.rstrip()]
 
@@ -52,11 +42,6 @@ def code_html(text: str) -> str:
 
 
 def card(body: str, colour: str, css_class: str) -> str:
-    """A block with a coloured edge on the left, the frame of every result the course shows.
-
-    Args:
-        body: the card's content, already HTML.
-        colour: a CSS colour for the edge.
-        css_class: the class(es) of the block, for styles and tests (e.g. ``"course-result"``).
-    """
+    """A block with a coloured edge (a CSS ``colour``) on the left around ``body`` (HTML), the frame of every result
+    the course shows; ``css_class`` is for styles and tests (``"course-result"``)."""
     return f"<div class='{css_class}' style='{_CARD_STYLE.format(colour=colour)}'>{body}</div>"

@@ -34,21 +34,11 @@ class Timing:
 
 def time_it(fn: Callable[..., Any], *args: Any, device: torch.device | str | None = None,
             min_run_time: float = 0.2, label: str = "", num_threads: int | None = None) -> Timing:
-    """Time ``fn(*args)`` correctly, synchronising the device around every measurement.
-
-    Args:
-        fn: the function to time.
-        *args: its arguments.
-        device: where the work runs (decides how to synchronise); default: the CPU.
-        min_run_time: keep measuring for at least this many seconds.
-        label: a name for the printout.
-        num_threads: CPU threads (default: all PyTorch uses; ``benchmark.Timer`` alone would use 1).
-
-    Returns:
-        A :class:`Timing` with the median seconds per call.
-
-    Tensors on the simulated GPU (:mod:`course_utils.gpusim`) are timed as the CPU tensors that hold their values.
-    """
+    """Time ``fn(*args)`` correctly, synchronising the ``device`` it runs on (default: the CPU) around every
+    measurement, for at least ``min_run_time`` seconds, on ``num_threads`` CPU threads (default: all PyTorch uses;
+    ``benchmark.Timer`` alone would use 1); the :class:`Timing` (named ``label`` in the printout) has the median
+    seconds per call. Tensors on the simulated GPU (:mod:`course_utils.gpusim`) are timed as the CPU tensors that
+    hold their values."""
     import torch.utils.benchmark as benchmark  # imported here: it costs ~0.4 s at import time
 
     device = torch.device(device) if device is not None else torch.device("cpu")

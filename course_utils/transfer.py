@@ -42,18 +42,11 @@ UNKNOWN_FREE_CAP = 2**24
 
 def memory_cap(*devices: torch.device | str, buffers: int = 2, fraction: float = 0.05,
                free: dict[str, int | None] | None = None) -> int:
-    """The largest buffer (in bytes) a measurement may allocate, from the free memory of ``devices``.
+    """The largest buffer (in bytes) a measurement may allocate: ``min over devices of fraction * free / buffers``.
 
-    Args:
-        *devices: every device a buffer will live on (``"cpu"``, ``"cuda:0"``, ...).
-        buffers: how many buffers of that size live on each device at once.
-        fraction: the share of a device's free memory all those buffers together may take.
-        free: free bytes by device string, to use instead of asking the devices (for tests).
-
-    Returns:
-        ``min over devices of fraction * free / buffers``; :data:`UNKNOWN_FREE_CAP` stands in for
-        a device whose free memory cannot be read, and a ``meta`` device holds no data at all.
-    """
+    ``buffers`` of that size live on each of ``devices`` at once and together take at most ``fraction`` of its free
+    memory; ``free`` (bytes by device string, for tests) replaces asking the devices. :data:`UNKNOWN_FREE_CAP` stands
+    in for a device whose free memory cannot be read; a ``meta`` device holds no data at all."""
     if buffers < 1 or not 0 < fraction <= 1:
         raise ValueError("buffers must be >= 1 and fraction in (0, 1]")
     caps = []
@@ -85,15 +78,9 @@ def seconds_per_call(fn: Callable[[], Any], device: torch.device | str | None = 
                      min_time: float = 0.02) -> float:
     """Median seconds one call of ``fn()`` takes, measured correctly on any device.
 
-    The median of :func:`course_utils.timing.time_it`: warmed up, repeated in blocks of calls, the
-    device synchronised before the clock starts and before it stops (so queued, asynchronous work is
-    counted, not just its launch), on the CPU threads PyTorch is set to use.
-
-    Args:
-        fn: the work, without arguments.
-        device: the device whose queued work must finish (``None`` or CPU: nothing to wait for).
-        min_time: roughly the total measuring time, in seconds.
-    """
+    The median of :func:`course_utils.timing.time_it`: warmed up, repeated in blocks of calls for about ``min_time``
+    seconds, ``device`` synchronised before the clock starts and before it stops (so queued, asynchronous work is
+    counted, not just its launch; ``None`` or CPU: nothing to wait for), on the CPU threads PyTorch is set to use."""
     return time_it(fn, device=device, min_run_time=min_time).median
 
 
@@ -115,22 +102,12 @@ class Fit:
 
 
 def fit_latency_bandwidth(nbytes: Sequence[float], seconds: Sequence[float]) -> Fit:
-    """Fit the latency + bandwidth model to measured copy times.
+    """Fit the latency + bandwidth model (a :class:`Fit`) to measured seconds per copy of ``nbytes`` bytes.
 
     A least-squares fit of ``seconds = latency + nbytes * per_byte`` that weighs every point by
     ``1 / seconds`` (relative error), so the small copies decide the latency and the large ones
-    the bandwidth. A negative latency (noise) is clipped to 0 and the bandwidth refitted.
-
-    Args:
-        nbytes: bytes moved per copy, at least two different sizes.
-        seconds: the measured seconds per copy, one per size.
-
-    Returns:
-        A :class:`Fit` with ``latency_s`` (seconds) and ``bandwidth_gbps`` (GB/s, 1 GB = 10**9 bytes).
-
-    Raises:
-        ValueError: too few points, non-positive times, or times that do not grow with size.
-    """
+    the bandwidth. A negative latency (noise) is clipped to 0 and the bandwidth refitted. ``ValueError`` for
+    fewer than two different sizes, non-positive times, or times that do not grow with size."""
     n = torch.as_tensor(list(nbytes), dtype=torch.float64)
     t = torch.as_tensor(list(seconds), dtype=torch.float64)
     if n.shape != t.shape or n.numel() < 2 or len(set(n.tolist())) < 2:
@@ -177,21 +154,15 @@ class Sweep:
 def copy_sweep(sizes: Sequence[int], source: torch.device | str, target: torch.device | str, *,
                pinned: bool = False, non_blocking: bool = False, min_time: float = 0.02,
                threads: int | None = 1, label: str | None = None) -> Sweep:
-    """Time ``dst.copy_(src)`` from ``source`` to ``target`` for each size in ``sizes``.
+    """Time ``dst.copy_(src)`` from ``source`` to ``target`` (at most one an accelerator) for each size in ``sizes``
+    (bytes per copy: cap them with :func:`memory_cap` first), about ``min_time`` seconds each.
 
     Both buffers are made once per size (``uint8``, filled, so no page is untouched), so the clock
-    sees only the copy, not the allocation. Buffers are freed before the next size.
-
-    Args:
-        sizes: bytes per copy (cap them with :func:`memory_cap` first).
-        source, target: devices; at most one of them may be an accelerator.
-        pinned: put the host-side buffer in pinned (page-locked) memory; needs an accelerator.
-        non_blocking: pass ``non_blocking=True`` to ``copy_`` (the clock still waits for the copy).
-        min_time: seconds of measuring per size, roughly.
-        threads: CPU threads for the copies (``None``: PyTorch's setting). One thread by default:
-            a copy split over several threads waits for the slowest, and on a busy or shared
-            machine that wait, not the memory, would be what the clock measures.
-        label: a name for plots; by default e.g. ``"cpu → cuda:0 (pinned)"``.
+    sees only the copy, not the allocation. Buffers are freed before the next size. ``pinned`` puts the host-side
+    buffer in pinned (page-locked) memory (it needs an accelerator); ``non_blocking`` is passed to ``copy_`` (the
+    clock still waits for the copy). ``threads``: CPU threads for the copies (``None``: PyTorch's setting). One
+    thread by default: a copy split over several threads waits for the slowest, and on a busy or shared machine that
+    wait, not the memory, would be what the clock measures. ``label`` names it in plots (``"cpu → cuda:0 (pinned)"``).
     """
     source, target = torch.device(source), torch.device(target)
     accelerator = next((d for d in (source, target) if d.type != "cpu"), None)
@@ -209,9 +180,8 @@ def copy_sweep(sizes: Sequence[int], source: torch.device | str, target: torch.d
     return Sweep(label, tuple(int(n) for n in sizes), tuple(times))
 
 
-def _time_copies(sizes: Sequence[int], source: torch.device, target: torch.device,
-                 accelerator: torch.device | None, pinned: bool, non_blocking: bool,
-                 min_time: float) -> list[float]:
+def _time_copies(sizes: Sequence[int], source: torch.device, target: torch.device, accelerator: torch.device | None,
+                 pinned: bool, non_blocking: bool, min_time: float) -> list[float]:
     times = []
     for n in sizes:
         src = torch.empty(n, dtype=torch.uint8, device=source, pin_memory=pinned and source.type == "cpu").fill_(1)
@@ -243,19 +213,11 @@ class count_copies(TorchDispatchMode):
     device of ``device``'s type (host to device), or the other way round (device to host).
     Every operation is also recorded in :attr:`ops`, with the device types of its tensors.
 
-    Tensors built from Python lists (``torch.tensor([...], device=...)``) are copied inside
-    PyTorch's C++ code and are not seen.
-
-    Args:
-        device: the device on the other side of the copies; ``meta`` works on any machine.
-        meta_readback: on ``meta`` a copy back to the CPU is impossible (no data). With this set,
-            such a copy is counted and returns a CPU tensor of zeros instead of raising, so that
-            code which copies back can still be counted. Only the counts mean anything then.
-
-    Attributes:
-        host_to_device, device_to_host: numbers of copies seen in each direction.
-        bytes_to_device, bytes_to_host: bytes those copies moved.
-        ops: every operation seen, in order.
+    Tensors built from Python lists (``torch.tensor([...], device=...)``) are copied inside PyTorch's C++ code and are
+    not seen. ``meta`` works as ``device`` on any machine; a copy from it back to the CPU is impossible (no data), but
+    with ``meta_readback`` it is counted and returns a CPU tensor of zeros instead of raising, so that code which copies
+    back can still be counted (only the counts mean anything then). ``host_to_device`` and ``device_to_host`` count the
+    copies each way, ``bytes_to_device`` and ``bytes_to_host`` the bytes they moved.
     """
 
     def __init__(self, device: torch.device | str, *, meta_readback: bool = False):

@@ -116,15 +116,22 @@ def test_colab_and_binder_links_match_the_notebooks_badges():
 
 
 def test_links_for_a_release_tag():
-    code, out, err = run("links", "--colab", "--binder", "--ref", "v0.2.0")
+    tag = f"v{course_utils.__version__}"
+    code, out, err = run("links", "--colab", "--binder", "--ref", tag)
     assert code == 0 and err == ""
     repo, _ = links.course_address()
     slug = repo.split("github.com/", 1)[1]
     names = [p.name for p in notebook_paths()]
     assert urls(out) == [u for name in names for u in (
-        f"https://colab.research.google.com/github/{slug}/blob/v0.2.0/notebooks/{name}",
-        f"https://mybinder.org/v2/gh/{slug}/v0.2.0?urlpath=lab/tree/notebooks/{name}")]
+        f"https://colab.research.google.com/github/{slug}/blob/{tag}/notebooks/{name}",
+        f"https://mybinder.org/v2/gh/{slug}/{tag}?urlpath=lab/tree/notebooks/{name}")]
     assert "  Colab:" in out and "  Binder:" in out
+
+
+def test_links_for_another_release_say_the_installed_package_is_not_that_release():
+    code, out, err = run("links", "--colab", "--ref", "v0.1.0")
+    assert code == 0 and "/blob/v0.1.0/" in out
+    assert f"the course_utils installed here is {course_utils.__version__}" in err and "git checkout v0.1.0" in err
 
 
 def test_one_kind_prints_bare_links_and_the_default_ref_is_the_branch():
@@ -135,9 +142,10 @@ def test_one_kind_prints_bare_links_and_the_default_ref_is_the_branch():
 
 
 def test_nbgitpuller_links_use_the_ref_and_say_a_hub_follows_a_branch():
-    code, out, err = run("links", "--hub", "https://hub.example.edu", "--ref", "v0.2.0")
+    tag = f"v{course_utils.__version__}"
+    code, out, err = run("links", "--hub", "https://hub.example.edu", "--ref", tag)
     assert code == 0 and len(urls(out)) == len(notebook_paths())
-    assert all(parse_qs(urlparse(u).query)["branch"] == ["v0.2.0"] for u in urls(out))
+    assert all(parse_qs(urlparse(u).query)["branch"] == [tag] for u in urls(out))
     assert "a tag does not have" in err, "the note goes to stderr, so the links can still be piped"
     code, out, err = run("links", "--hub", "https://hub.example.edu", "--ref", "fall-2026")
     assert code == 0 and err == "" and "branch=fall-2026" in out

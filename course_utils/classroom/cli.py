@@ -10,6 +10,7 @@ import socket
 import sys
 import tempfile
 import time
+from datetime import datetime
 from typing import Iterator, Optional, TextIO
 
 from .. import modes
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``grade`` subcommand's arguments to ``parser``."""
     d = Limits()
     parser.add_argument("submissions", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
-                        help="submitted notebooks, or folders searched for *.ipynb")
+                        help="submitted notebooks, or folders: every file in them is a student's submission")
     parser.add_argument("--out", default="grades.csv",
                         help="CSV file to write, outside the folders graded; replaced when the batch ends "
                              "(default: grades.csv)")
@@ -76,8 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assessed", action="store_true",
                         help=f"grade in assessed mode, as students with {modes.MODE_ENV}={modes.ASSESSED} check: "
                              "feedback says what is wrong, not the code to write")
+    parser.add_argument("--deadline", type=_deadline, metavar="WHEN",
+                        help="a file handed in after WHEN (2026-12-01T23:59, your time zone unless it says one) is "
+                             "late, as Canvas's LATE marker says; the time is nbgrader's timestamp.txt, else the "
+                             "file's, as the download kept it")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar on stderr (default: for more than 5 submissions, or in a terminal)")
+
+
+def _deadline(text: str) -> datetime:
+    """``--deadline``: an ISO 8601 date and time, in the local time zone unless it gives one."""
+    try:
+        return datetime.fromisoformat(text.strip()).astimezone()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date and time such as 2026-12-01T23:59") from None
 
 
 @contextlib.contextmanager
@@ -132,7 +145,7 @@ def _find(args: argparse.Namespace, stderr: TextIO) -> list[str]:
     for problem in unreadable:
         print("Warning: " + printable(problem), file=stderr)
     if not paths:
-        raise UsageError("No notebooks (*.ipynb) found in: " + printable(", ".join(args.submissions)))
+        raise UsageError("No files found in: " + printable(", ".join(args.submissions)))
     return paths
 
 
@@ -232,7 +245,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
             with _mode(args.assessed):
                 grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout,
                                                  args.memory_mb),
-                                   jobs=args.jobs, lesson=args.lesson, on_grade=record,
+                                   jobs=args.jobs, lesson=args.lesson, on_grade=record, deadline=args.deadline,
                                    on_progress=_Progress(len(paths), stderr) if show else None)
         except KeyboardInterrupt:
             csv_file.finish()
@@ -271,7 +284,9 @@ def _summary(args: argparse.Namespace, grades: list[SubmissionGrade], elapsed: f
     full = sum(1 for g in grades if g.max_points and g.points == g.max_points)
     print(summary_table(grades), file=stdout)
     whose = layouts.students({g.submission: {r.exercise[:2] for r in g.rows} for g in grades})
-    print(f"\nRead as {printable(layouts.read_layout(whose))}.", file=stdout)
+    late = sum(g.late for g in grades)
+    print(f"\nRead as {printable(layouts.read_layout(whose))}." + (f" {late} handed in late." if late else ""),
+          file=stdout)
     print(f"{len(grades)} submission(s) graded in {elapsed:.1f} s with --jobs {args.jobs}: "
           f"{points}/{available} points, {full} with full marks. Grades written to {printable(args.out)}"
           + (f"; Gradescope results under {printable(args.gradescope)}/" if args.gradescope else "") + ".",

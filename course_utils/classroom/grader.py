@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Callable, NamedTuple, Optional, Sequence
 
 from .. import misconceptions, modes
@@ -17,7 +19,8 @@ from ..results import FAILED, PASSED
 from ..text import clean
 from .reading.cells import (OWN_CELL, AnswerCell, answer_cells, checked_after, defines, own_cells, reaches_into_course,
                             run_order, why_unrunnable)
-from .reading.submissions import file_lesson, lesson_exercises, lesson_of, read_notebook
+from .reading import layouts
+from .reading.submissions import file_lesson, handed_in_at, lesson_exercises, lesson_of, read_notebook
 from .sandbox.messages import FATAL_CELL_ERRORS, CellMessage, End, ResultMessage, Stage, StageMessage, TamperedMessage
 from .sandbox.runs import STARTUP_LIMIT, Limits, Run, fork_server, grader_error, how_it_ended, run_worker, stop_server
 
@@ -37,12 +40,16 @@ class Row:
     max_points: int
     passed: bool
     feedback: str
-    code: str = ""  # the misconception the feedback names (course_utils.misconceptions); "" when passed
+    code: str = ""  # the misconceptions the feedback names (course_utils.misconceptions), space-separated
+    submitted: str = ""  # when the file was handed in (SubmissionGrade.submitted)
+    late: bool = False
+    answers: str = ""  # what identical copies share (SubmissionGrade.answers)
 
     def values(self) -> tuple[str, ...]:
         """The row as CSV fields, in :data:`CSV_HEADER` order."""
         return (self.submission, self.exercise, str(self.points), str(self.max_points),
-                "true" if self.passed else "false", self.feedback, self.code)
+                "true" if self.passed else "false", self.feedback, self.code, self.submitted,
+                "true" if self.late else "false", self.answers)
 
 
 @dataclass
@@ -54,13 +61,26 @@ class SubmissionGrade:
         rows: one row per exercise, sorted by exercise id.
         note: why the submission as a whole was not graded (invalid file, tampering), or ``""``.
         events: short notes for the summary, e.g. ``"01.nbytes: timed out"``.
+        note_code: the misconception code of ``note`` (tampering, a time limit...).
+        submitted: when the file was handed in (:func:`handed_in_at`), ISO 8601 in UTC; ``""`` when unknown.
+        late: handed in late: Canvas's ``LATE`` marker, or after ``grade --deadline``.
+        answers: what identical copies share: how many answer cells the student tried, and a hash of them
+            (``"3:5d41402abc4b"``; ``""`` when none was tried).
     """
 
     submission: str
     rows: list[Row]
     note: str = ""
     events: list[str] = field(default_factory=list)
-    note_code: str = ""  # the misconception code of ``note`` (tampering, a time limit...)
+    note_code: str = ""
+    submitted: str = ""
+    late: bool = False
+    answers: str = ""
+
+    def all_rows(self) -> list[Row]:
+        """Its rows, then its ``TOTAL``, each with when it was handed in, whether late, and its answers' hash."""
+        return [dataclasses.replace(r, submitted=self.submitted, late=self.late, answers=self.answers)
+                for r in self.rows + [self.total()]]
 
     @property
     def points(self) -> int:
@@ -128,6 +148,7 @@ class _Grading:
     cancelled: Optional[threading.Event] = None  # the batch's: set when it was interrupted
     nb: dict = field(default_factory=dict)
     cells: list[AnswerCell] = field(default_factory=list)  # its answer cells; then what the workers run
+    answers: list[AnswerCell] = field(default_factory=list)  # the answer cells of its lesson's exercises
     exercises: list[str] = field(default_factory=list)  # its lesson's
     decided: dict[str, Decision] = field(default_factory=dict)  # exercise -> how it was decided
     events: list[str] = field(default_factory=list)
@@ -159,7 +180,17 @@ def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] =
         if grading.final is not None:
             return grading.final
     decided = {e: _unseen_names(d) for e, d in grading.decided.items()}
-    return _grade_of(path, grading.exercises, decided, events=grading.events)
+    return dataclasses.replace(_grade_of(path, grading.exercises, decided, events=grading.events),
+                               answers=_answers(grading.answers, decided))
+
+
+def _answers(cells: list[AnswerCell], decided: dict[str, Decision]) -> str:
+    """What identical copies share (:attr:`SubmissionGrade.answers`): the answer cells tried (not a stub, not
+    missing), each line's trailing spaces and the blank lines left out."""
+    tried = [c.source for c in cells if decided.get(c.exercise, _failed("", "")).code
+             not in (misconceptions.NOT_ATTEMPTED, misconceptions.MISSING)]
+    text = "\n\n".join("\n".join(line.rstrip() for line in s.splitlines() if line.strip()) for s in tried)
+    return f"{len(tried)}:{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:12]}" if tried else ""
 
 
 def _read(g: _Grading) -> None:
@@ -197,7 +228,7 @@ def _select_cells(g: _Grading) -> None:
     # not part of this assignment. They are reported, so that a wrong file is noticed.
     from ..exercises import get_exercise
     ignored = sorted({c.exercise for c in g.cells if c.exercise not in g.exercises})
-    answers = [c for c in g.cells if c.exercise in g.exercises]
+    answers = g.answers = [c for c in g.cells if c.exercise in g.exercises]
     g.events += [f"ignored answer cells of {', '.join(ignored)}"] if ignored else []
     elsewhere = (f" This notebook has answer cells for {', '.join(ignored)}, which are not exercises of lesson "
                  f"{g.lesson}: they are not graded. Is this the right notebook?") if ignored else ""
@@ -282,7 +313,7 @@ def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -
             stage = None
             code = message.code
             g.decided[message.exercise] = Decision(message.status, message.feedback,
-                                                   code if misconceptions.CODE.match(code) else "",
+                                                   " ".join(misconceptions.codes(code)),
                                                    message.points)   # clamped by _grade_of
         elif isinstance(message, TamperedMessage):
             changed = list(message.changed)
@@ -390,7 +421,8 @@ def _unseen_names(d: Decision) -> Decision:
 
 def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1, lesson: Optional[str] = None,
               on_progress: Optional[Callable[[int, int], None]] = None,
-              on_grade: Optional[Callable[[SubmissionGrade], None]] = None) -> list[SubmissionGrade]:
+              on_grade: Optional[Callable[[SubmissionGrade], None]] = None,
+              deadline: Optional[datetime] = None) -> list[SubmissionGrade]:
     """Grade many notebooks, ``jobs`` at a time.
 
     Every submission gets a row per exercise of its lesson. One whose lesson cannot be told (see
@@ -405,11 +437,12 @@ def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1,
         on_progress: called with (done, total) after each submission.
         on_grade: called with each submission's final grade as soon as it is known (to write it out
             before the batch ends), in the order they finish.
+        deadline: a file handed in after it (:func:`handed_in_at`) is late, as one Canvas marks ``LATE`` is.
 
     Returns:
         The grades, sorted by submission path (whatever order they finished in).
     """
-    batch = _Batch(paths, limits, lesson, on_grade)
+    batch = _Batch(paths, limits, lesson, on_grade, deadline)
     if paths:  # started from this thread, so that it lives as long as this thread (see ForkServer)
         with contextlib.suppress(OSError):  # if it cannot start, each submission says so
             fork_server()
@@ -422,8 +455,8 @@ class _Batch:
     """A batch's grades as they come in (see :func:`grade_all`)."""
 
     def __init__(self, paths: Sequence[str], limits: Limits, lesson: Optional[str],
-                 on_grade: Optional[Callable[[SubmissionGrade], None]]) -> None:
-        self.paths, self.limits, self.lesson, self.on_grade = paths, limits, lesson, on_grade
+                 on_grade: Optional[Callable[[SubmissionGrade], None]], deadline: Optional[datetime]) -> None:
+        self.paths, self.limits, self.lesson, self.on_grade, self.deadline = paths, limits, lesson, on_grade, deadline
         self.cancelled = threading.Event()  # set when the batch is interrupted: start no more workers
         self.grades: list[SubmissionGrade] = []
         self.same_file: dict[str, list[str]] = {}  # the file a path leads to -> the paths given for it
@@ -440,11 +473,15 @@ class _Batch:
                              f"Not graded: internal grader error ({type(e).__name__}: {e}).", ["grader error"])
 
     def finished(self, grade: SubmissionGrade) -> None:
-        """Keep a final grade (noting the other paths to the same file) and pass it to ``on_grade``."""
+        """Keep a final grade (noting the other paths to the same file, when it was handed in and whether late) and
+        pass it to ``on_grade``."""
         others = [p for p in self.same_file.get(_real(grade.submission), []) if p != grade.submission]
         if others:  # each path is graded on its own; say that they are one file
             same = "same file as " + ", ".join(others)
             grade = dataclasses.replace(grade, events=sorted(set(grade.events) | {same}))
+        at = handed_in_at(grade.submission)
+        late = layouts.marked_late(grade.submission) or bool(self.deadline and at and at > self.deadline)
+        grade = dataclasses.replace(grade, submitted=at.isoformat(timespec="seconds") if at else "", late=late)
         self.grades.append(grade)
         if self.on_grade:
             self.on_grade(grade)

@@ -2,7 +2,7 @@
 home and open that lesson, and the lesson's Colab and Binder links; for the course's branch or a release.
 
     python -m course_utils links --hub https://hub.example.edu
-    python -m course_utils links --colab --binder --ref v0.2.0
+    python -m course_utils links --colab --binder --ref v0.3.0
 """
 from __future__ import annotations
 
@@ -18,10 +18,13 @@ from ..syllabus import LESSONS
 
 #: The checkout's pyproject.toml, whose ``[tool.course]`` table holds the repository address and branch.
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+#: The course's version, read as pyproject.toml reads it (the package's ``__init__`` is above this floor).
+__version__ = re.search(r'^__version__ = "([^"]+)"', (Path(__file__).resolve().parents[1] / "__init__.py").read_text(
+    encoding="utf-8"), re.MULTILINE)[1]
 APPS = {"lab": "lab/tree", "notebook": "notebooks"}   # where each interface opens a notebook
 KINDS = ("hub", "colab", "binder")                     # the kinds of link, in the order they are printed
 LABELS = {"hub": "JupyterHub", "colab": "Colab", "binder": "Binder"}
-#: A release's tag: v and the version (v0.2.0).
+#: A release's tag: v and the version (v0.3.0).
 RELEASE_TAG = re.compile(r"v\d+(\.\d+)+")
 
 DESCRIPTION = (
@@ -101,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--colab", action="store_true", help="Colab links")
     parser.add_argument("--binder", action="store_true", help="Binder links")
     parser.add_argument("--ref", "--branch", dest="ref", metavar="REF",
-                        help="the branch or release tag (v0.2.0) the links open (default: the branch in "
+                        help="the branch or release tag (v0.3.0) the links open (default: the branch in "
                              "[tool.course] in pyproject.toml). nbgitpuller follows a branch: for a hub, pin a "
                              "release with a branch made from its tag")
     parser.add_argument("--app", choices=sorted(APPS), default="lab",
@@ -149,6 +152,10 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         print(f"Note: nbgitpuller clones the tag {ref} on a student's first click, but a later click merges "
               f"origin/{ref}, which a tag does not have; to keep a hub on a release, push a branch made from "
               f"the tag (git push origin {ref}:refs/heads/BRANCH) and give --ref BRANCH.", file=stderr)
+    if RELEASE_TAG.fullmatch(ref) and ref != f"v{__version__}":
+        print(f"Note: the links open the release {ref}, but the course_utils installed here is {__version__}: "
+              f"check out {ref} (git checkout {ref}) before you grade or release, so that the checks are that "
+              "release's.", file=stderr)
     for lesson in LESSONS.values():   # course order
         urls = lesson_links(kinds, repo, ref, lesson.notebook, args.hub or "", args.app)
         lines = ([f"  {url}" for url in urls] if len(kinds) == 1

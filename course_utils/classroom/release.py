@@ -38,11 +38,9 @@ from typing import Any
 from ..exceptions import ReleaseError
 from ..files import atomic_open, write_text_atomic
 from ..loading import lesson_data
+from .links import __version__
 
 PACKAGE = Path(__file__).resolve().parent.parent
-#: The course's version, read as pyproject.toml reads it (the package's ``__init__`` is above this floor).
-__version__ = re.search(r'^__version__ = "([^"]+)"', (PACKAGE / "__init__.py").read_text(encoding="utf-8"),
-                        re.MULTILINE).group(1)
 #: Parts of the full package that the students' package leaves out (grading is the teacher's).
 LEFT_OUT = ("classroom",)
 #: The marker that makes an installation run in assessed mode (read by course_utils.modes).

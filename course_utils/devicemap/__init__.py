@@ -9,11 +9,10 @@
     model.to(device)
     cu.show_devices(model, x, compare=before)  # what moved, was copied, or stayed behind
 
-One lane per memory (host memory, each accelerator, ``meta``), one block per storage: a tensor, a
-parameter, a buffer, a gradient or an optimizer state; views of one storage are one block. What each
-object holds is read by :mod:`course_utils.inventory`; the model (:mod:`.model`, built of the pieces in
-:mod:`.blocks`) is kept apart from the drawing (:mod:`.render`): text in a terminal, HTML with inline
-SVG in a notebook.
+One lane per memory (host memory, each accelerator, ``meta``), one block per storage: a tensor, a parameter, a buffer, a
+gradient or an optimizer state; views of one storage are one block. What each object holds is read by
+:mod:`course_utils.inventory`; the model (:mod:`.model`, built of the pieces in :mod:`.blocks`) is kept apart from the
+drawing (:mod:`.render`): text in a terminal, HTML with inline SVG in a notebook.
 """
 from __future__ import annotations
 
@@ -28,16 +27,11 @@ __all__ = ["show_devices", "DeviceMap", "Lane", "Block"]
 def show_devices(*objects: Any, compare: Optional[DeviceMap] = None, **named: Any) -> DeviceMap:
     """Map where tensors, modules (by submodule), optimizers, and dicts/lists/tuples of them live.
 
-    Args:
-        objects: things to map, named after the variables you passed (``show_devices(model, x)``).
-        compare: a map made earlier: blocks are marked moved, copied, stayed behind or new.
-        named: things to map under the names given (``show_devices(batch=b)``).
-
-    With no objects at all, it maps your notebook's variables (in IPython), or the caller's.
-
-    Returns:
-        A :class:`DeviceMap`: it shows itself in a notebook (HTML) and prints as text. It never raises
-        for what it is given: objects without tensors are listed as such.
+    ``objects`` are named after the variables you passed (``show_devices(model, x)``), ``named`` ones under the names
+    given (``show_devices(batch=b)``); with none at all, it maps your notebook's variables (in IPython), or the
+    caller's. Against ``compare``, a map made earlier, blocks are marked moved, copied, stayed behind or new. The
+    :class:`DeviceMap` shows itself in a notebook (HTML) and prints as text. It never raises for what it is given:
+    objects without tensors are listed as such.
     """
     frame = sys._getframe(1)
     pairs = named_from_caller(objects, frame) + list(named.items())

@@ -15,16 +15,12 @@ MOVED, COPIED, STAYED, NEW, ODD = "moved", "copied", "stayed behind", "new", "od
 class Block:
     """One storage in memory: a tensor, or several views of one storage drawn together.
 
-    Attributes:
-        names: every name that reaches this storage (``x``, ``x_view``), the first is the label.
-        kind: ``tensor``, ``parameter``, ``buffer``, ``gradient`` or ``optimizer state``.
-        device: where it lives (``"cpu"``, ``"cuda:0"``, ``"meta"``).
-        shape, dtype: of the first name's tensor.
-        nbytes: the bytes of the storage (views share it, so it is counted once).
-        pinned: page-locked host memory (fast, asynchronous copies to a GPU).
-        group: the submodule it belongs to (``"encoder"``), or ``""``.
-        status: ``""`` or one of :data:`MOVED`, :data:`COPIED`, :data:`STAYED`, :data:`NEW`, :data:`ODD`.
-        note: what the status means here (``"was on cpu"``, ``"copy of x"``).
+    The ``names`` that reach it (``x``, ``x_view``; the first is the label), its ``kind`` (``tensor``, ``parameter``,
+    ``buffer``, ``gradient`` or ``optimizer state``), ``device`` (``"cpu"``, ``"cuda:0"``, ``"meta"``), the first
+    name's ``shape`` and ``dtype``, the storage's ``nbytes`` (views share it, so it is counted once), whether it is
+    ``pinned`` (page-locked host memory: fast, asynchronous copies to a GPU), its ``group`` (the submodule,
+    ``"encoder"``, or ``""``), a ``status`` (``""``, :data:`MOVED`, :data:`COPIED`, :data:`STAYED`, :data:`NEW`,
+    :data:`ODD`) and its ``note`` (``"was on cpu"``, ``"copy of x"``).
     """
 
     names: list[str]

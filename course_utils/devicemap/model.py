@@ -1,7 +1,6 @@
-"""What lives where: the learner's tensors, parameters, buffers, gradients and optimizer state,
-collected into one lane per memory (host memory, each accelerator, ``meta``). What an object holds is
-read by :mod:`course_utils.inventory`; the pieces of a map are :mod:`.blocks`', its drawing
-:mod:`.render`'s."""
+"""What lives where: the learner's tensors, parameters, buffers, gradients and optimizer state, collected into one lane
+per memory (host memory, each accelerator, ``meta``). What an object holds is read by :mod:`course_utils.inventory`; the
+pieces of a map are :mod:`.blocks`', its drawing :mod:`.render`'s."""
 from __future__ import annotations
 
 import types
@@ -49,9 +48,8 @@ class DeviceMap:
 # --- collecting ----------------------------------------------------------------------------------
 
 def collect(named: list[tuple[str, Any]]) -> DeviceMap:
-    """Build the map of ``(name, object)`` pairs: tensors, modules (by submodule), optimizers, and
-    containers of them, as :mod:`course_utils.inventory` walks them. Anything else is listed in
-    :attr:`DeviceMap.skipped`."""
+    """Build the map of ``(name, object)`` pairs: tensors, modules (by submodule), optimizers, and containers of them,
+    as :mod:`course_utils.inventory` walks them. Anything else is listed in :attr:`DeviceMap.skipped`."""
     found: dict[Any, Block] = {}
     skipped: list[str] = []
     walker = inventory.Inventory(max_depth=_MAX_DEPTH, max_items=_MAX_ITEMS)

@@ -1,7 +1,6 @@
-"""Drawing a :class:`~course_utils.devicemap.model.DeviceMap`: plain text for a terminal, and HTML with
-inline SVG for a notebook (no widget, no script: it stays in a saved notebook, on GitHub, nbviewer,
-VS Code and Colab). Colours come from JupyterLab's theme variables, with fallbacks, and every block
-also says in words what it is."""
+"""Drawing a :class:`~course_utils.devicemap.model.DeviceMap`: plain text for a terminal, and HTML with inline SVG for a
+notebook (no widget, no script: it stays in a saved notebook, on GitHub, nbviewer, VS Code and Colab). Colours come from
+JupyterLab's theme variables, with fallbacks, and every block also says in words what it is."""
 from __future__ import annotations
 
 import html as _html
@@ -164,11 +163,10 @@ def html(device_map: MapLike) -> str:
 def _table(device_map: MapLike) -> str:
     """Every block as a table row (names, kind, shape, dtype, bytes, device, status), in a collapsed note."""
     esc = _html.escape
-    rows = "".join(
-        f"<tr><td>{esc(', '.join(b.names))}</td><td>{esc(b.kind)}</td><td>{esc(str(tuple(b.shape)))}</td>"
-        f"<td>{esc(b.dtype)}</td><td>{esc(human_bytes(b.nbytes))}</td><td>{esc(b.device)}</td>"
-        f"<td>{esc(f'{b.status}: {b.note}' if b.status else '')}</td></tr>"
-        for lane in device_map.lanes for b in lane.blocks)
+    rows = "".join(f"<tr><td>{esc(', '.join(b.names))}</td><td>{esc(b.kind)}</td><td>{esc(str(tuple(b.shape)))}</td>"
+                   f"<td>{esc(b.dtype)}</td><td>{esc(human_bytes(b.nbytes))}</td><td>{esc(b.device)}</td>"
+                   f"<td>{esc(f'{b.status}: {b.note}' if b.status else '')}</td></tr>"
+                   for lane in device_map.lanes for b in lane.blocks)
     cell = "padding: 1px 8px; text-align: left"
     head = "".join(f'<th scope="col" style="{cell}">{h}</th>' for h in
                    ("name", "kind", "shape", "dtype", "size", "device", "status"))

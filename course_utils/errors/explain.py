@@ -24,19 +24,12 @@ __all__ = ["Explanation", "explain_error", "last_error", "lesson_link"]
 class Explanation:
     """What :func:`explain_error` found. Display it in a notebook, print it in a terminal.
 
-    Attributes:
-        known: True when the message is one the course explains.
-        key: the family's key (``""`` when unknown).
-        title: the family's title.
-        cause: why it happened, with what your message says.
-        fix: what to do.
-        lesson: the lesson notebook and section that teach it.
-        message: the line of your error that was recognised.
-        argument: the argument the message names (``"mat1"``, ``"weight"``, ``"lengths"``...), or ``""``.
-        op: the operation the message names (``"wrapper_CUDA_addmm"``...), or ``""``.
-        devices: the devices the message names, odd one first when it says which.
-        device_problem: False for the errors the course teaches next to device problems.
-        note: what to say instead of "not an error the course knows" (``explain_error()`` with no error yet).
+    ``known`` is True when the message is one the course explains: then ``key`` and ``title`` are its family's, the
+    ``cause`` (with what your message says) and the ``fix`` its words, ``lesson`` the notebook and section that teach
+    it, and ``message`` the line of your error that was recognised. The ``argument`` (``"mat1"``, ``"lengths"``...),
+    ``op`` (``"wrapper_CUDA_addmm"``...) and ``devices`` (odd one first when it says which) are what the message
+    names. ``device_problem`` is False for the errors the course teaches next to device problems; ``note`` is said
+    instead of "not an error the course knows" (``explain_error()`` with no error yet).
     """
 
     known: bool
@@ -165,15 +158,11 @@ def explain_error(error: Any = _LAST) -> Explanation:
         cu.explain_error()          # the last error: the one the cell above raised (or the one being handled)
         cu.explain_error(error)     # this one
 
-    Args:
-        error: an exception, or the text you copied: a bare message, a part of one, or a whole
-            traceback, from any PyTorch version, any device. Bytes and other objects are read as text.
-            Left out: the last error (see :func:`last_error`): in a notebook, the one the last failing
-            cell raised. When there is none yet, the explanation says so (``.known`` is False).
-
-    Returns:
-        An :class:`Explanation`. ``.known`` is False for anything the course does not explain (dtype
-        and shape errors included): it says so instead of guessing. It never raises.
+    ``error`` is an exception, or the text you copied: a bare message, a part of one, or a whole traceback, from any
+    PyTorch version, any device (bytes and other objects are read as text). Left out: the last error (see
+    :func:`last_error`): in a notebook, the one the last failing cell raised; when there is none yet, the explanation
+    says so. ``.known`` is False for anything the course does not explain (dtype and shape errors included): it says
+    so instead of guessing. It never raises.
     """
     if error is _LAST:
         try:
@@ -252,14 +241,10 @@ def _explain(text: str) -> Explanation:
                 if best is None or key > best[0]:
                     best = (key, fam, groups, m)
     if best is None:
-        return Explanation(known=False, message=_last_line(text))
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return Explanation(known=False, message=shorten(lines[-1], 600) if lines else "")
     _, fam, groups, m = best
     return _explained(fam, groups, _line_around(text, m), text)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return shorten(lines[-1], 600) if lines else ""
 
 
 def _line_around(text: str, m: re.Match) -> str:

@@ -73,13 +73,9 @@ LESSONS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Wording:
-    """One message exactly as PyTorch prints it.
-
-    Attributes:
-        text: the message, verbatim (sizes, device indices, operator names and hashes vary).
-        versions: the PyTorch versions (and builds or devices) that print it, as far as checked.
-        source: where it was checked: a build's string table, a file of PyTorch's source, a real run.
-    """
+    """One message exactly as PyTorch prints it: the ``text`` verbatim (sizes, device indices, operator names and
+    hashes vary), the PyTorch ``versions`` (and builds or devices) that print it as far as checked, and the
+    ``source`` where it was checked (a build's string table, a file of PyTorch's source, a real run)."""
 
     text: str
     versions: str
@@ -90,21 +86,15 @@ class Wording:
 class Family:
     """One kind of error: how to recognise it, and what the course says about it.
 
-    Attributes:
-        key: short id, e.g. ``"devices"``.
-        title: a few words for headings.
-        patterns: regular expressions; any match recognises the family. A space in a pattern matches
-            any run of white space (a message pasted from a wrapped terminal line still matches). Named
-            groups ``arg``, ``op``, ``a`` (the odd tensor's device) and ``b`` (the device expected) are read.
-        wordings: real messages, each with the versions that print it (docs and tests use them).
-        cause: why it happens, in the course's words.
-        fix: what to do.
-        check: optional test of a match's groups; a match it rejects is not this family (e.g. a dtype
-            look-alike).
-        tailor: optional; fits the cause and the fix to what one message says (the devices, the argument,
-            the type...): it gets a :class:`Reading` with the family's text and returns it changed.
-        device_problem: False for the few errors the course teaches next to device problems
-            (a forgotten ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
+    A short ``key`` (``"devices"``) and a ``title`` for headings. Any match of one of its ``patterns`` recognises the
+    family; a space in a pattern matches any run of white space (a message pasted from a wrapped terminal line still
+    matches), and the named groups ``arg``, ``op``, ``a`` (the odd tensor's device) and ``b`` (the device expected)
+    are read. Its ``wordings`` are real messages with the versions that print them (docs and tests use them); the
+    ``cause`` and the ``fix`` are in the course's words. A match the optional ``check`` of its groups rejects is not
+    this family (a dtype look-alike); the optional ``tailor`` fits the cause and the fix to what one message says (the
+    devices, the argument, the type...): it gets a :class:`Reading` with the family's text and returns it changed.
+    ``device_problem`` is False for the few errors the course teaches next to device problems (a forgotten
+    ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
     """
 
     key: str
@@ -130,16 +120,10 @@ class Family:
 
 @dataclass(frozen=True)
 class Reading:
-    """What one message says, as its family's pattern read it: what a family's ``tailor`` gets and returns.
-
-    Attributes:
-        groups: the named groups of the pattern that matched.
-        line: the line of the error that was recognised.
-        text: all that was given: a traceback's frames too.
-        arg, op: the argument and the operation the message names, or ``""``.
-        a, b: the odd tensor's device and the device expected (lower case), or ``""``.
-        cause, fix: the family's, until its tailor fits them to the message.
-    """
+    """What one message says, as its family's pattern read it: what a family's ``tailor`` gets and returns. The
+    pattern's named ``groups``; the ``line`` recognised and the whole ``text`` given (a traceback's frames too); the
+    ``arg`` and ``op`` the message names, the odd tensor's device ``a`` and the device expected ``b`` (lower case),
+    each ``""`` when not named; the family's ``cause`` and ``fix``, until its tailor fits them to the message."""
 
     groups: dict
     line: str

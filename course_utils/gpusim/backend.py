@@ -371,10 +371,6 @@ AUTOCAST = {**dict.fromkeys(["mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul"
                              "log", "pow", "sum", "prod", "cumsum"], False)}
 
 
-def _overloads(name: str) -> list[str]:
-    return [o for o in getattr(torch.ops.aten, name).overloads() if "out" not in o]
-
-
 def _autocast_kernel(func: Any, to_lower: bool) -> Any:
     """The kernel of ``func`` for the simulated GPU's autocast key: cast its floating-point tensors on the simulated
     GPU to the autocast dtype (or to float32), then run it with autocast off, as CUDA's autocast wrappers do."""
@@ -447,11 +443,8 @@ def _synchronize(synchronize: Any) -> Any:
 
 def enable() -> torch.device:
     """Register the simulated GPU in this process (once; later calls do nothing) and return ``simgpu:0``.
-
-    Raises:
-        RuntimeError: this PyTorch cannot register it (:func:`available` is False), or another backend already
-            took PyTorch's one slot for a Python device.
-    """
+    ``RuntimeError`` where this PyTorch cannot (:func:`available` is False), or another backend already took
+    PyTorch's one slot for a Python device."""
     if _STATE["enabled"]:
         return torch.device(NAME, 0)
     if not available():
@@ -471,10 +464,10 @@ def enable() -> torch.device:
     every = torch.library.Library("_", "IMPL")  # noqa: TOR901
     every.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")   # autocast: most ops run as they are
     for name, to_lower in AUTOCAST.items():
-        for overload in _overloads(name):
+        packet = getattr(torch.ops.aten, name)
+        for overload in [o for o in packet.overloads() if "out" not in o]:
             aten.impl(f"{name}.{overload}" if overload != "default" else name,
-                      _autocast_kernel(getattr(getattr(torch.ops.aten, name), overload), to_lower),
-                      "AutocastPrivateUse1")
+                      _autocast_kernel(getattr(packet, overload), to_lower), "AutocastPrivateUse1")
     _STATE["libraries"] = [aten, every]
     torch.serialization.register_package(1, lambda storage: None, _restore)
     torch.Tensor.pin_memory = _pin_memory(torch.Tensor.pin_memory)

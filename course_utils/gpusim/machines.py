@@ -101,13 +101,9 @@ class Patched:
 
 class simulated_no_accelerator(Patched):
     """Pretend, for a ``with`` block, that no accelerator is usable. Lets a check test the CPU
-    branch of an answer on any machine.
-
-    Args:
-        build: the accelerator PyTorch was built for. ``"cuda"`` mimics a CUDA build on a machine
-            without a GPU (``current_accelerator()`` still names ``cuda`` unless
-            ``check_available=True``); ``None`` mimics a CPU-only build (it always returns None).
-        answer: the learner's function or class, whose own imported names are patched too.
+    branch of an answer on any machine. ``build`` is the accelerator PyTorch was built for: ``"cuda"`` mimics a CUDA
+    build on a machine without a GPU (``current_accelerator()`` still names ``cuda`` unless ``check_available=True``),
+    ``None`` a CPU-only build (it always returns None). The names the learner's ``answer`` imported are patched too.
     """
 
     def __init__(self, build: str | None = "cuda", answer: Any = None):
@@ -135,11 +131,8 @@ class simulated_accelerator(Patched):
 
     ``torch.accelerator`` reports ``device`` as available and current, and ``torch.cuda.is_available()``
     reports False, so a check can tell device-agnostic answers from ones that hard-code CUDA, even on a
-    CPU-only machine. On a machine with a real accelerator, checks should use that instead.
-
-    Args:
-        device: the device reported as the accelerator; by default :func:`other_accelerator`.
-        answer: the learner's function or class, whose own imported names are patched too.
+    CPU-only machine. On a machine with a real accelerator, checks should use that instead. ``device`` is the one
+    reported (by default :func:`other_accelerator`); the names the learner's ``answer`` imported are patched too.
     """
 
     def __init__(self, device: str | torch.device | None = None, answer: Any = None):
@@ -158,13 +151,10 @@ class simulated_accelerator(Patched):
 
 @dataclass(frozen=True)
 class Machine:
-    """A machine a check makes an answer see, to test each branch of device-agnostic code on any machine.
-
-    Attributes:
-        name: how feedback names it, e.g. ``"a CPU-only build of PyTorch"``.
-        accelerator: whether ``torch.accelerator`` reports a usable one (:func:`other_accelerator`, not CUDA).
-        build: without an accelerator, the one this PyTorch was built for (``current_accelerator()`` names it).
-    """
+    """A machine a check makes an answer see, to test each branch of device-agnostic code on any machine: its
+    ``name`` in feedback (``"a CPU-only build of PyTorch"``), whether ``torch.accelerator`` reports a usable
+    ``accelerator`` (:func:`other_accelerator`, not CUDA), and without one, the ``build`` that
+    ``current_accelerator()`` names."""
 
     name: str
     accelerator: bool = False

@@ -82,21 +82,13 @@ def release(version: Optional[str] = None) -> tuple[int, int]:
 
 def per_argument_message(arg_name: str, arg_device: Any, common: Any, method: str,
                          version: Optional[str] = None) -> str:
-    """The message of an operation that checks each argument's device (``addmm``, ``index_select``, ...), as
-    PyTorch ``version`` (default: the one installed) words it.
+    """The message (without ``RuntimeError: ``) of an operation that checks each argument's device (``addmm``,
+    ``index_select``, ...), as PyTorch ``version`` (default: the one installed) words it: the argument ``arg_name``
+    (``mat1``, ``index``) is on ``arg_device``, those checked before it on ``common``, in the kernel ``method``
+    (``wrapper_CUDA_addmm``).
 
     Both wordings come from ``common_device_check_failure`` in ATen's ``op_registration/adaption.cpp``: 2.7 names
     the common device first and the argument at the end; 2.8 rewrote it to name the argument first.
-
-    Args:
-        arg_name: the argument whose device differs (``mat1``, ``index``).
-        arg_device: that argument's device.
-        common: the device of the arguments checked before it.
-        method: the kernel, e.g. ``wrapper_CUDA_addmm``.
-        version: a PyTorch version string; ``torch.__version__`` when None.
-
-    Returns:
-        The message, without the ``RuntimeError: `` prefix.
     """
     if release(version) >= (2, 8):
         return (f"Expected all tensors to be on the same device, but got {arg_name} is on {arg_device}, "
@@ -111,13 +103,9 @@ def elementwise_message(common: Any = "cuda:0", other: Any = "cpu") -> str:
 
 
 def convolution_message(input_type: str, param: str, param_type: str, mkldnn: bool) -> str:
-    """``check_input_same_type_as_parameters`` in ATen's ``Convolution.cpp``: input vs ``weight`` or ``bias``.
-
-    Args:
-        input_type, param_type: legacy type names (``torch.FloatTensor``, ``torch.cuda.FloatTensor``).
-        param: ``"weight"`` or ``"bias"``.
-        mkldnn: whether PyTorch chose its MKLDNN backend (only ever for a CPU input), which adds a clause.
-    """
+    """``check_input_same_type_as_parameters`` in ATen's ``Convolution.cpp``: input vs ``param`` (``weight`` or
+    ``bias``), by legacy type names (``torch.FloatTensor``, ``torch.cuda.FloatTensor``). ``mkldnn``: PyTorch chose its
+    MKLDNN backend (only ever for a CPU input), which adds a clause."""
     clause = f" or input should be a MKLDNN tensor and {param} is a dense tensor" if mkldnn else ""
     return f"Input type ({input_type}) and {param} type ({param_type}) should be the same{clause}"
 
@@ -187,19 +175,10 @@ def devices(args: Iterable[Any]) -> set[torch.device]:
 
 
 def judge(func: Any, args: tuple, kwargs: dict, on_device: Callable[[torch.Tensor], bool]) -> Optional[Refusal]:
-    """What a CUDA build does with ``func`` given tensors on more than one device.
-
-    Args:
-        func: the ATen overload.
-        args, kwargs: its arguments.
-        on_device: whether a tensor is on "the GPU" (the simulated GPU's tensors), as opposed to the host.
-
-    Returns:
-        ``None`` when the GPU lets it run, else the :class:`Refusal` it raises.
-
-    Raises:
-        LookupError: no rule here knows ``func`` (the caller decides).
-    """
+    """What a CUDA build does with the ATen overload ``func`` given tensors on more than one device: ``None`` when the
+    GPU lets it run, else the :class:`Refusal` it raises. ``on_device`` says whether a tensor is on "the GPU" (the
+    simulated GPU's tensors), as opposed to the host. ``LookupError`` when no rule here knows ``func`` (the caller
+    decides)."""
     key = op_key(func)
     packet = func.overloadpacket.__name__
     if key in HOST_ARGUMENTS or packet in HOST_ARGUMENTS:
@@ -334,8 +313,7 @@ def scalar_type(dtype: torch.dtype) -> str:
     return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
 
 
-def _convolution_backend(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                         params: tuple) -> str:
+def _convolution_backend(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], params: tuple) -> str:
     """The backend PyTorch's ``_convolution`` picks for a CPU input (it reads the weight's shape, not its device)."""
     try:
         return torch._C._select_conv_backend(input, weight.to("meta"), None if bias is None else bias.to("meta"),

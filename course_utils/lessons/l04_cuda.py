@@ -128,8 +128,7 @@ def _call_on_other_accelerator(fn: Callable, t: torch.Tensor) -> object:
         raise
 
 
-def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: torch.device,
-                                      asked: list[str]) -> None:
+def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: torch.device, asked: list[str]) -> None:
     """The result lies on the simulated accelerator ``fake``: not on a device chosen once outside the function, not
     on the CPU, not on CUDA."""
     outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
@@ -182,10 +181,9 @@ def _check_on_current_device(fn: Callable, t: torch.Tensor, want: torch.Tensor) 
                         f"For {a_tensor(t)}, your result")
     if got.device != want.device:
         if got.device.type == want.device.type:
-            raise Wrong(
-                f"The current device was `{want.device}`, but your function moved the tensor to "
-                f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
-                "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
+            raise Wrong(f"The current device was `{want.device}`, but your function moved the tensor to "
+                        f"`{got.device}`. A fixed index such as `cuda:0` ignores `set_device` and "
+                        "`torch.cuda.device(i)`: use the accelerator's device without an index.", FIXED_INDEX)
         raise Wrong(f"The accelerator here is `{want.device}`, but your function returned the "
                     f"tensor on `{got.device}`.", misconceptions.WRONG_DEVICE)
     _kept_shape_and_dtype(t, got)
@@ -250,11 +248,10 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
                         "`torch.accelerator.is_available()` first, and return `t` unchanged when it is False.",
                         NO_AVAILABILITY_CHECK) from None
                 if isinstance(e.error, AttributeError) and "NoneType" in _error_text(e.error):
-                    raise Wrong(
-                        "With no accelerator your function failed with "
-                        f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
-                        "returns None when there is none. Check `torch.accelerator.is_available()` first, "
-                        "and return `t` itself when it is False.", NO_AVAILABILITY_CHECK) from None
+                    raise Wrong("With no accelerator your function failed with "
+                                f"{safe_repr(_error_text(e.error), 160)}: `torch.accelerator.current_accelerator()` "
+                                "returns None when there is none. Check `torch.accelerator.is_available()` first, "
+                                "and return `t` itself when it is False.", NO_AVAILABILITY_CHECK) from None
                 raise
             if got is t:
                 continue
@@ -263,11 +260,10 @@ def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine:
                 raise Wrong(f"With no accelerator, your function moved {a_tensor(t)} to `{got.device}`. "
                             "When `torch.accelerator.is_available()` is False, return `t` itself.",
                             misconceptions.WRONG_DEVICE)
-            raise Wrong(
-                f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
-                "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
-                "for the same object: a copy costs memory and time and breaks code that expects "
-                "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.", COPY_WITHOUT_ACCELERATOR)
+            raise Wrong(f"With no accelerator, your function returned a copy of the {describe(t)} (for example "
+                        "`t.clone()`, `t.to('cpu', copy=True)` or `t.cpu().clone()`), not `t` itself. The spec asks "
+                        "for the same object: a copy costs memory and time and breaks code that expects "
+                        "`to_accelerator(t) is t` on a CPU-only machine. Just `return t`.", COPY_WITHOUT_ACCELERATOR)
 
 
 def _kept_shape_and_dtype(t: torch.Tensor, got: torch.Tensor) -> None:
@@ -341,10 +337,9 @@ def _check_mask_case(fn: Callable, t: torch.Tensor) -> None:
                 "(the CPU), `.cuda()` picks the current GPU, and moving to 'the accelerator' is wrong too "
                 "when the scores are elsewhere: make the mask with `device=scores.device`.", MASK_ELSEWHERE) from None
         if _asks_for_cuda(e.error):
-            raise Wrong(
-                f"For scores that are {a_tensor(t)}, your function still asks for CUDA (`.cuda()` or "
-                f"`'cuda'`) and fails: {safe_repr(text, 160)}. Make the mask with `device=scores.device` "
-                "and leave `scores` where it is.", HARD_CODED_CUDA) from None
+            raise Wrong(f"For scores that are {a_tensor(t)}, your function still asks for CUDA (`.cuda()` or "
+                        f"`'cuda'`) and fails: {safe_repr(text, 160)}. Make the mask with `device=scores.device` "
+                        "and leave `scores` where it is.", HARD_CODED_CUDA) from None
         raise
     got = expect_tensor(got, f"For scores that are {a_tensor(t)}, your result")
     if not same_values(t, before):

@@ -161,9 +161,8 @@ def _difference(got: list[str], expected: list[str]) -> str:
 
 def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, params: set[str],
                           buffers: set[str]) -> set[str]:
-    """The missing names that look skipped for being 0-dim CPU tensors: of each kind (parameters,
-    buffers, inputs), only when every missing tensor of that kind is one (an answer that ignores all
-    buffers is told about buffers instead)."""
+    """The missing names that look skipped for being 0-dim CPU tensors: of each kind (parameters, buffers, inputs), only
+    when every missing tensor of that kind is one (an answer that ignores all buffers is told about buffers instead)."""
     tensors = {**dict(model.named_parameters()), **dict(model.named_buffers()), **inputs}
     zero = {n for n in missing if isinstance(tensors.get(n), torch.Tensor) and tensors[n].dim() == 0
             and tensors[n].device.type == "cpu"}

@@ -489,9 +489,10 @@ def _grade_capstone(cls: type) -> str:
     except Wrong as wrong:   # part marks: BUG_POINTS for each of the six bugs fixed, counted from the same runs
         left = _bugs_left(cls, runs) | ({wrong.code} & CAPSTONE_BUGS)
         wrong.earned = BUG_POINTS * (len(CAPSTONE_BUGS) - len(left))
+        wrong.also = tuple(sorted(left - {wrong.code}))   # every bug left counts in the class report
         if modes.assessed():   # the feedback names the bug, not its fix: say how many remain
             raise Wrong(f"{wrong} Bugs left: {len(left)} of {len(CAPSTONE_BUGS)}.", wrong.code,
-                        earned=wrong.earned) from None
+                        earned=wrong.earned, also=wrong.also) from None
         raise
 
 

@@ -151,4 +151,4 @@ def test_the_capstones_part_marks_are_the_same_in_check_and_grade(tmp_path):
     (grade,) = grade_all([str(path)], Limits(timeout=120, cell_timeout=30, check_timeout=30), jobs=1)
     row = next(r for r in grade.rows if r.exercise == "07.capstone")
     assert (checked.points, checked.max_points) == (row.points, row.max_points) == (8, 12)
-    assert not row.passed and row.code == checked.code == "07.optimizer-before-move"
+    assert not row.passed and row.code == checked.code == "07.optimizer-before-move 07.value-read-every-step"

@@ -64,7 +64,7 @@ def test_jobs_1_and_2_write_byte_identical_csvs(tmp_path):
 def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["grade", str(tmp_path / "nope.ipynb")]) == 2
     assert main(["grade", str(tmp_path)]) == 2  # a folder without notebooks
-    assert "No notebooks" in capsys.readouterr().err
+    assert "No files found" in capsys.readouterr().err
     (tmp_path / "a.ipynb").write_text("{}")
     assert main(["grade", str(tmp_path), "--lesson", "99"]) == 2
     assert main(["grade", str(tmp_path), "--jobs", "0"]) == 2

@@ -24,7 +24,8 @@ def _grade_of(submission: str, score: int) -> classroom.SubmissionGrade:
 def test_gradescope_export(batch):
     gs = batch.root / "gs"
     results = json.loads((gs / "subs%2Fmistakes.ipynb" / "results.json").read_text(encoding="utf-8"))
-    assert results["score"] == points_of("01.nbytes") and results["extra_data"] == {"submission": "subs/mistakes.ipynb"}
+    assert results["score"] == points_of("01.nbytes") and results["extra_data"]["submission"] == "subs/mistakes.ipynb"
+    assert results["extra_data"]["late"] is False and results["extra_data"]["answers"].startswith("2:")
     assert [(t["number"], t["score"], t["max_score"], t["status"]) for t in results["tests"]] == [
         ("01.blank_like", 0, points_of("01.blank_like"), "failed"),
         ("01.nbytes", points_of("01.nbytes"), points_of("01.nbytes"), "passed")]

@@ -30,7 +30,8 @@ DESCRIPTIONS = {CANVAS: "Canvas's bulk download (one flat folder, the student in
                 FOLDERS: "a folder per student",
                 FLAT: "a flat folder (each file a student)"}
 
-_CANVAS = re.compile(r"^(?P<name>[^_]*[^\W\d_][^_]*)_(?:late_)?(?P<id>\d+)_\d+_.+$", re.IGNORECASE)  # any script
+_CANVAS = re.compile(r"^(?P<name>[^_]*[^\W\d_][^_]*)_(?P<late>late_)?(?P<id>\d+)_(?P<file>\d+)_.+$",
+                     re.IGNORECASE)  # a name in any script
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_[a-z]+(?:_|$)", re.IGNORECASE)
 _CANVAS_PREFIX = re.compile(r"^[^_]*[^\W\d_][^_]*_(?:late_)?\d+_\d+_(?=.)", re.IGNORECASE)
 _MOODLE_PREFIX = re.compile(r"^.+?_\d+_assignsubmission_[a-z]+_", re.IGNORECASE)
@@ -77,8 +78,26 @@ def _platform_student(parts: tuple[str, ...]) -> Student | None:
     return None
 
 
-def file_name(name: str) -> str:
-    """A file's name as the student saved it: without the prefix Canvas or Moodle put before it."""
+def marked_late(submission: str) -> bool:
+    """Whether Canvas marked the file late (``doejane_LATE_1234_5678_01_tensors.ipynb``)."""
+    match = _CANVAS.match(_parts(submission)[-1]) if submission else None
+    return bool(match and match["late"])
+
+
+def version(submission: str) -> tuple[int, int]:
+    """Which of a student's files came later, as the name tells: Canvas's file id (it grows with each upload), then
+    a copy's number (``01_tensors (2).ipynb`` after ``01_tensors (1).ipynb`` after ``01_tensors.ipynb``)."""
+    name = _parts(submission)[-1] if submission else ""
+    canvas = _CANVAS.match(name)
+    suffix = _COPY.search(file_name(name).rsplit(".", 1)[0])
+    numbers = re.findall(r"\d+", suffix[0]) if suffix else []
+    return int(canvas["file"]) if canvas else 0, int(numbers[-1]) if numbers else int(bool(suffix))
+
+
+def file_name(path: str) -> str:
+    """A file's name as the student saved it: the path's last part, without the prefix Canvas or Moodle put
+    before it."""
+    name = _parts(path)[-1] if path else path
     for pattern in (_CANVAS_PREFIX, _MOODLE_PREFIX):
         name = pattern.sub("", name, count=1)
     return name

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Optional, Sequence
 
@@ -22,13 +23,19 @@ from .layouts import file_name
 MAX_NOTEBOOK_BYTES = 2**30
 
 
+#: What a download holds that no student handed in: nbgrader's record of the time, and what zip tools and operating
+#: systems leave.
+NOT_HANDED_IN = frozenset({"timestamp.txt", "__MACOSX", "Thumbs.db", "desktop.ini"})
+
+
 def find_submissions(paths: Sequence[str], problems: Optional[list[str]] = None) -> list[str]:
     """Expand files and folders into the notebooks to grade.
 
     Args:
-        paths: notebook files (any name, any content: a broken file is graded as broken) and
-            folders (searched recursively for ``*.ipynb``, skipping hidden files and folders such as
-            ``.ipynb_checkpoints``, and not following links to folders).
+        paths: files (any name, any content: a broken file is graded as broken) and folders, searched
+            recursively for every file a student handed in (a ``.py`` or a ``.pdf`` too, so that the student is
+            counted), skipping hidden files and folders such as ``.ipynb_checkpoints``, :data:`NOT_HANDED_IN`, and
+            nbgrader's ``feedback`` folder, and not following links to folders.
         problems: if given, gets a line for each folder that could not be read.
 
     Returns:
@@ -47,16 +54,32 @@ def find_submissions(paths: Sequence[str], problems: Optional[list[str]] = None)
     for arg in paths:
         if os.path.isdir(arg):
             for folder, dirs, files in os.walk(arg, onerror=unreadable):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                nbgrader = "submitted" in dirs
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in NOT_HANDED_IN
+                                 and not (nbgrader and d == "feedback"))
                 for name in files:
                     file = os.path.join(folder, name)
-                    if name.endswith(".ipynb") and not name.startswith(".") and os.path.isfile(file):
+                    if not name.startswith(".") and name not in NOT_HANDED_IN and os.path.isfile(file):
                         found.add(str(Path(file)))
         elif os.path.lexists(arg):
             found.add(str(Path(arg)))
         else:
             raise FileNotFoundError(f"No such file or folder: {arg}")
     return sorted(found)
+
+
+def handed_in_at(path: str) -> Optional[datetime]:
+    """When a file was handed in, as the download kept it: nbgrader's ``timestamp.txt`` in its folder or the one
+    above, else the file's modification time; ``None`` when neither can be read."""
+    for folder in list(Path(path).parents)[:2]:
+        with contextlib.suppress(OSError, ValueError):
+            text = (folder / "timestamp.txt").read_text(encoding="utf-8", errors="replace").strip()
+            stamp = datetime.fromisoformat(text.removesuffix("UTC").strip())
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+    try:
+        return datetime.fromtimestamp(os.stat(path).st_mtime, timezone.utc)
+    except (OSError, ValueError, OverflowError):
+        return None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

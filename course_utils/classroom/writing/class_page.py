@@ -106,7 +106,8 @@ def _plan_section(report: ClassReport) -> str:
                        + "</li>" for m, n, of in top)
         nothing = f"<li>No misconception shown by {report.min_share:.0%} of the class or more.</li>"
         items.append(f"<h3>Lesson {_e(s.lesson)}</h3><p>{s.students} students handed it in; mean score "
-                     f"{s.mean_percent:.0f}%, {s.all_passed} passed every exercise, {s.zero} scored zero.</p>"
+                     f"{s.mean_percent:.0f}%, {s.all_passed} passed every exercise, {s.zero} scored zero"
+                     f"{f', {s.late} handed it in late' if s.late else ''}.</p>"
                      f"<ul>{said or nothing}</ul>{_mispredicted(report, s.lesson)}")
     follow = (f"<p>{len(report.follow_up)} student{'s' if len(report.follow_up) != 1 else ''} to follow up "
               "(<a href='#follow-up'>the list</a>).</p>") if report.follow_up else ""
@@ -148,7 +149,7 @@ def _prediction_section(report: ClassReport) -> str:
 def _course_section(report: ClassReport) -> str:
     rows = "".join(f"<tr><th scope='row'>Lesson {_e(s.lesson)}</th><td class='n'>{s.students}</td>"
                    f"<td class='n'>{s.mean_percent:.0f}%</td><td class='n'>{s.all_passed}</td>"
-                   f"<td class='n'>{s.zero}</td></tr>" for s in report.lessons)
+                   f"<td class='n'>{s.zero}</td><td class='n'>{s.late}</td></tr>" for s in report.lessons)
     chart = _bars("Students who passed every exercise of a lesson",
                   [(f"Lesson {s.lesson}", s.all_passed, s.students) for s in report.lessons], "students")
     return ("<h2>Where the class stands</h2>"
@@ -156,7 +157,8 @@ def _course_section(report: ClassReport) -> str:
             "it in.</figcaption></figure>"
             "<table><caption>Each lesson</caption><thead><tr><th scope='col'>Lesson</th>"
             "<th scope='col' class='n'>Students</th><th scope='col' class='n'>Mean score</th>"
-            "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th></tr></thead>"
+            "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th>"
+            "<th scope='col' class='n'>Late</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
             + "<div class='row'>" + "".join(
                 f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "

@@ -29,6 +29,7 @@ from ...files import atomic_open, same_file
 from . import gradebook, predictions as predicted
 from .class_page import render_html
 from .class_stats import MIN_SHARE, ClassReport, lesson_of_id, summarize
+from .resubmissions import LATEST, POLICIES
 from ..grader import TOTAL, Row
 from .reports import CSV_HEADER, csv_field, csv_unescape
 
@@ -40,8 +41,9 @@ FORMATS = ("html", "csv", "json", "gradebook")
 
 def read_rows(paths: Sequence[str]) -> list[Row]:
     """Every exercise row in ``paths``: CSV files written by ``grade`` (with or without the ``code`` column), and
-    Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out;
-    so are predictions CSVs (:func:`read_inputs`).
+    Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out,
+    but for a submission that has no other row (a file whose lesson could not be told), so that its student is
+    counted; predictions CSVs too (:func:`read_inputs`).
 
     Raises:
         ReportError: a path that does not exist or cannot be read, or a file in none of these formats.
@@ -109,24 +111,25 @@ def _read_csv(path: Path) -> tuple[list[Row], Optional[list[predicted.Prediction
                 raise ReportError(f"{path}: not a grades CSV (its header should start with "
                                   f"{','.join(CSV_HEADER[:6])}; got {','.join(header or [])[:80]!r}) nor a "
                                   f"predictions CSV ({','.join(predicted.HEADER)})")
-            has_code = len(header) > 6 and header[6] == "code"
-            rows = []
+            at = {name: i for i, name in enumerate(header) if name in CSV_HEADER[6:]}   # columns added later
+            rows, totals = [], []
             for number, fields in enumerate(reader, start=2):
                 if not fields:
                     continue
                 if len(fields) < 6:
                     raise ReportError(f"{path}, line {number}: {len(fields)} fields, expected {len(header)}")
-                submission, exercise = csv_unescape(fields[0]), csv_unescape(fields[1])
-                if exercise == TOTAL:
-                    continue
                 try:
                     points, max_points = int(fields[2]), int(fields[3])
                 except ValueError:
                     raise ReportError(f"{path}, line {number}: points {fields[2]!r} / {fields[3]!r} are not "
                                       "whole numbers") from None
-                code = fields[6] if has_code and len(fields) > 6 else ""
-                rows.append(Row(submission, exercise, points, max_points, fields[4] == "true",
-                                csv_unescape(fields[5]), code if misconceptions.CODE.match(code) else ""))
+                extra = {name: fields[i] if i < len(fields) else "" for name, i in at.items()}
+                row = Row(csv_unescape(fields[0]), csv_unescape(fields[1]), points, max_points, fields[4] == "true",
+                          csv_unescape(fields[5]), " ".join(misconceptions.codes(extra.get("code", ""))),
+                          extra.get("submitted", ""), extra.get("late") == "true", extra.get("answers", ""))
+                (totals if row.exercise == TOTAL else rows).append(row)
+            graded = {r.submission for r in rows}   # a submission with no exercise rows is counted by its TOTAL
+            rows += [r for r in totals if r.submission not in graded]
             return rows, None
         except UnicodeDecodeError:
             raise ReportError(f"{path}: not UTF-8 text (is it a spreadsheet saved in another format?)") from None
@@ -144,19 +147,21 @@ def _read_gradescope(path: Path) -> list[Row]:
         raise ReportError(f"{path}: not a Gradescope results.json (no list of tests)")
     extra = data.get("extra_data") if isinstance(data.get("extra_data"), dict) else {}
     submission = str(extra.get("submission") or path.parent.as_posix())
+    kept = {"submitted": str(extra.get("submitted") or ""), "late": extra.get("late") is True,
+            "answers": str(extra.get("answers") or "")}
     rows = []
     for test in data["tests"]:
         if not isinstance(test, dict):
             raise ReportError(f"{path}: a test that is not an object")
         exercise = str(test.get("number") or str(test.get("name", "")).split(":")[0])
-        tags = [t for t in test.get("tags") or [] if isinstance(t, str) and misconceptions.CODE.match(t)]
+        tags = misconceptions.codes(" ".join(t for t in test.get("tags") or [] if isinstance(t, str)))
         try:
             points, max_points = int(float(test.get("score", 0))), int(float(test.get("max_score", 0)))
         except (TypeError, ValueError):
             raise ReportError(f"{path}: test {exercise!r} has a score that is not a number") from None
         passed = test.get("status") == "passed" or (max_points > 0 and points >= max_points)
         rows.append(Row(submission, exercise, points, max_points, passed, str(test.get("output", "")),
-                        "" if passed else (tags[0] if tags else "")))
+                        "" if passed else " ".join(tags), **kept))
     return rows
 
 
@@ -170,7 +175,7 @@ def tables(report: ClassReport) -> dict[str, list[dict]]:
     """The report's tables as lists of flat rows (for CSV)."""
     return {
         "lessons": [{"lesson": s.lesson, "students": s.students, "mean_percent": s.mean_percent,
-                     "all_passed": s.all_passed, "zero": s.zero, "max_points": s.max_points,
+                     "all_passed": s.all_passed, "zero": s.zero, "late": s.late, "max_points": s.max_points,
                      "scores": " ".join(f"{p}:{n}" for p, n in s.scores.items())} for s in report.lessons],
         "exercises": [{"exercise": s.exercise, "lesson": s.lesson, "title": s.title, "students": s.students,
                        "attempted": s.attempted, "passed": s.passed, "max_points": s.max_points,
@@ -234,6 +239,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-share", type=float, default=100 * MIN_SHARE, metavar="PERCENT",
                         help=f"a card for each misconception shown by at least PERCENT of the students who handed "
                              f"its lesson in (default {100 * MIN_SHARE:g}); the rest are listed in one table")
+    parser.add_argument("--resubmissions", choices=POLICIES, default=LATEST,
+                        help="which of a student's submissions of a lesson counts: the latest (default, as Canvas "
+                             "and Moodle keep it) or the best single one; never a mix")
+    gradebook.add_arguments(parser)
 
 
 def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
@@ -258,15 +267,16 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
             raise ReportError("no graded exercises in the input")
         if args.lesson:
             wanted = {part.strip().zfill(2) for given in args.lesson for part in given.split(",") if part.strip()}
-            rows = [r for r in rows if lesson_of_id(r.exercise) in wanted]
+            rows = [r for r in rows if lesson_of_id(r.exercise) in wanted or r.exercise == TOTAL]
             if predictions is not None:
                 predictions = [p for p in predictions if lesson_of_id(p.quiz) in wanted]
-            if not rows:
+            if all(r.exercise == TOTAL for r in rows):
                 raise ReportError(f"no graded exercises of lesson {', '.join(sorted(wanted))} in the input")
         if fmt == "gradebook":   # names are the point of a gradebook: --anonymous does not apply
-            written = gradebook.write(rows, out)
+            written = gradebook.write(rows, out, gradebook.Options.of(args), stderr)
         else:
-            written = write(summarize(rows, args.anonymous, args.min_share / 100, predictions), out, fmt)
+            report = summarize(rows, args.anonymous, args.min_share / 100, predictions, args.resubmissions)
+            written = write(report, out, fmt)
     except ReportError as e:
         print(f"report: {e}", file=stderr)
         return 2

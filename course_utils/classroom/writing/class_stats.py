@@ -6,14 +6,17 @@ predicted). :mod:`course_utils.classroom.writing.class_report` reads the rows an
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ... import misconceptions
 from ..reading import layouts
+from ..reading.submissions import file_lesson
 from . import predictions as predicted
 from ..grader import Row
+from .resubmissions import LATEST, Chosen, choose, lesson_of_id
 
 #: Codes that mean the exercise was not tried (the stub, or no answer at all).
 NOT_TRIED = frozenset({misconceptions.NOT_ATTEMPTED, misconceptions.MISSING, misconceptions.NOT_A_NOTEBOOK})
@@ -22,6 +25,9 @@ FOLLOW_UP = {misconceptions.TAMPERING: "tampering", misconceptions.OUT_OF_TIME: 
              misconceptions.TIMEOUT: "time limit", misconceptions.CALL_STACK: "read the checker's stack",
              misconceptions.REFERENCE: "used the reference solution",
              misconceptions.NOT_A_NOTEBOOK: "handed in a file that is not a notebook"}
+#: A lesson handed in by more than this share of the students is the batch's assignment: a student who handed in
+#: another lesson instead is followed up (a wrong upload).
+ASSIGNMENT_SHARE = 0.5
 #: The share of a lesson's students from which a misconception is worth class time: the first page shows it.
 MIN_SHARE = 0.10
 #: At most this many misconceptions per lesson on the first page (:meth:`ClassReport.to_reteach`).
@@ -71,6 +77,7 @@ class LessonStats:
     zero: int
     scores: dict[int, int]      # points -> students
     max_points: int
+    late: int = 0               # students whose counted submission was late
 
 
 @dataclass
@@ -110,45 +117,24 @@ class ClassReport:
 
 
 def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = MIN_SHARE,
-              predictions: Optional[Iterable[predicted.Prediction]] = None) -> ClassReport:
-    """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. A student who submitted the
-    same exercise more than once counts with their best row (passed first, then points). ``min_share``: see
+              predictions: Optional[Iterable[predicted.Prediction]] = None, policy: str = LATEST) -> ClassReport:
+    """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. One submission counts per
+    student and lesson, as ``policy`` chooses (:mod:`.resubmissions`). ``min_share``: see
     :attr:`ClassReport.min_share`. ``predictions`` (from predictions CSVs) are counted per quiz, among the students
     who handed in its lesson (``None``: no predictions were given)."""
     rows = list(rows)
-    handed_in, whose, best = best_rows(rows)
-    names = _names(sorted({s for s, _ in best}), anonymous)
-    exercises = _exercise_stats(best)
-    return ClassReport(students=len(names), submissions=len(handed_in), rows=len(rows),
-                       layout=layouts.read_layout(whose),
-                       lessons=_lesson_stats(best), exercises=exercises,
-                       misconceptions=_misconception_stats(best), follow_up=_follow_up(best, names),
-                       quizzes=[] if predictions is None else predicted.quiz_stats(predictions, whose, handed_in),
+    chosen = choose(rows, policy)
+    names = {s: (f"Student {i}" if anonymous else s)
+             for i, s in enumerate(sorted({s.key for s in chosen.whose.values()}), start=1)}
+    late = [lesson for (_, lesson), sub in chosen.counted.items() if chosen.rows[sub][0].late]
+    return ClassReport(students=len(names), submissions=len(chosen.handed_in), rows=len(rows),
+                       layout=layouts.read_layout(chosen.whose),
+                       lessons=[dataclasses.replace(s, late=late.count(s.lesson)) for s in _lesson_stats(chosen.best)],
+                       exercises=_exercise_stats(chosen.best), misconceptions=_misconception_stats(chosen.best),
+                       follow_up=_follow_up(chosen, names),
+                       quizzes=[] if predictions is None else predicted.quiz_stats(predictions, chosen.whose,
+                                                                                   chosen.handed_in),
                        anonymous=anonymous, min_share=min_share)
-
-
-def best_rows(rows: list[Row]) -> tuple[dict[str, set[str]], dict[str, layouts.Student], dict[tuple[str, str], Row]]:
-    """(each submission's lessons, whose each submission is (:func:`.layouts.students`), each student's best row per
-    exercise: passed first, then points), keyed ``(student, exercise)``."""
-    handed_in: dict[str, set[str]] = defaultdict(set)
-    for row in rows:
-        handed_in[row.submission].add(lesson_of_id(row.exercise))
-    whose = layouts.students(handed_in)
-    best: dict[tuple[str, str], Row] = {}
-    for row in rows:
-        key = (whose[row.submission].key, row.exercise)
-        if key not in best or (row.passed, row.points) > (best[key].passed, best[key].points):
-            best[key] = row
-    return handed_in, whose, best
-
-
-def _names(students: list[str], anonymous: bool) -> dict[str, str]:
-    return {s: (f"Student {i}" if anonymous else s) for i, s in enumerate(students, start=1)}
-
-
-def lesson_of_id(item: str) -> str:
-    """The lesson of an exercise or quiz id (``"03.move"`` -> ``"03"``); ``"?"`` for an id that names none."""
-    return item[:2] if item[:2].isdigit() else "?"
 
 
 def _exercise_stats(best: dict[tuple[str, str], Row]) -> list[ExerciseStats]:
@@ -162,11 +148,11 @@ def _exercise_stats(best: dict[tuple[str, str], Row]) -> list[ExerciseStats]:
             s = stats[ex_id] = ExerciseStats(ex_id, lesson_of_id(ex_id), title)
         s.students += 1
         s.max_points = max(s.max_points, row.max_points)
-        s.attempted += row.passed or row.code not in NOT_TRIED
+        s.attempted += row.passed or (row.code.split() or [""])[0] not in NOT_TRIED
         s.passed += row.passed
         s.scores[row.points] = s.scores.get(row.points, 0) + 1
-        if not row.passed and row.code:
-            s.codes[row.code] = s.codes.get(row.code, 0) + 1
+        for code in () if row.passed else row.code.split():
+            s.codes[code] = s.codes.get(code, 0) + 1
     return [stats[k] for k in sorted(stats)]
 
 
@@ -192,10 +178,10 @@ def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[Misconception
     where: dict[str, set[str]] = defaultdict(set)
     in_lesson: dict[tuple[str, str], set[str]] = defaultdict(set)   # (code, lesson) -> students
     for (student, ex_id), row in best.items():
-        if not row.passed and row.code:
-            who[row.code].add(student)
-            where[row.code].add(ex_id)
-            in_lesson[row.code, lesson_of_id(ex_id)].add(student)
+        for code in () if row.passed else row.code.split():   # every mistake it names (each capstone bug left)
+            who[code].add(student)
+            where[code].add(ex_id)
+            in_lesson[code, lesson_of_id(ex_id)].add(student)
     handed_in: dict[str, set[str]] = defaultdict(set)   # lesson -> the students who handed it in
     for student, ex_id in best:
         handed_in[lesson_of_id(ex_id)].add(student)
@@ -211,25 +197,62 @@ def _misconception_stats(best: dict[tuple[str, str], Row]) -> list[Misconception
     return sorted(out, key=lambda m: (-m.students, m.code))
 
 
-def _follow_up(best: dict[tuple[str, str], Row], names: dict[str, str]) -> list[FollowUp]:
-    """Each student to follow up, once, with every reason, each named with its lesson."""
+def _follow_up(chosen: Chosen, names: dict[str, str]) -> list[FollowUp]:
+    """Each student to follow up, once, with every reason, each named with its lesson: no points in a whole lesson,
+    a reason of :data:`FOLLOW_UP`, a late or a wrong-lesson upload, answers identical to another student's, and
+    every file handed in that did not count."""
     by: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
-    for (student, ex_id), row in best.items():
+    for (student, ex_id), row in chosen.best.items():
         by[student][lesson_of_id(ex_id)].append(row)
+    extra = _upload_reasons(chosen, names)
     out = []
-    for student in sorted(by):
+    for student in sorted(set(by) | set(extra)):
         lessons, reasons = [], []
-        for lesson, rows in sorted(by[student].items()):
-            why = sorted({FOLLOW_UP[r.code] for r in rows if r.code in FOLLOW_UP})
+        for lesson in sorted(set(by[student]) | set(extra.get(student, {}))):
+            rows = by[student][lesson]
+            why = sorted({FOLLOW_UP[c] for r in rows for c in r.code.split() if c in FOLLOW_UP})
             if sum(r.max_points for r in rows) and not sum(r.points for r in rows):
                 why.insert(0, "no points in the whole lesson")
+            why += extra.get(student, {}).get(lesson, [])
             if why:
                 lessons.append(lesson)
-                reasons += [f"lesson {lesson}: {w}" for w in why]
+                reasons += [f"lesson {lesson}: {w}" if lesson != "?" else w for w in why]
         if reasons:
             out.append(FollowUp(names[student], ", ".join(lessons), reasons))
     return out
 
 
+def _upload_reasons(chosen: Chosen, names: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Student -> lesson -> what the teacher should know of their uploads (``"?"``: files of no lesson)."""
+    out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    students = Counter(lesson for _, lesson in chosen.counted)
+    assignment, most = students.most_common(1)[0] if students else ("", 0)
+    is_assignment = most > ASSIGNMENT_SHARE * len({s for s, _ in chosen.counted} | set(chosen.unplaced))
+    copies: dict[tuple[str, str], set[str]] = defaultdict(set)   # (lesson, answers) -> students
+    for (student, lesson), sub in chosen.counted.items():
+        first = chosen.rows[sub][0]
+        if first.answers:
+            copies[lesson, first.answers].add(student)
+        if first.late:
+            out[student][lesson].append("handed in late")
+        named = file_lesson(sub)
+        if named and named != lesson:
+            out[student][lesson].append(f"the file is named for lesson {named} but holds lesson {lesson}'s answers")
+        if is_assignment and lesson != assignment and (student, assignment) not in chosen.counted:
+            out[student][lesson].append(f"handed in lesson {lesson} where {most} students handed in lesson "
+                                        f"{assignment}: a wrong upload?")
+    for (student, lesson), subs in chosen.others.items():
+        kept = chosen.counted[student, lesson]
+        out[student][lesson].append(f"{len(subs) + 1} files handed in; {layouts.file_name(kept)} counted, "
+                                    f"not {', '.join(layouts.file_name(s) for s in subs)}")
+    for student, rows in chosen.unplaced.items():
+        out[student]["?"] += [f"{layouts.file_name(r.submission)}: {r.feedback}" for r in rows]
+    for (lesson, answers), group in copies.items():
+        for student in group if len(group) > 1 else ():
+            same = ", ".join(sorted(names[other] for other in group - {student}))
+            out[student][lesson].append(f"the same answers as {same} ({answers.split(':')[0]} answer cells)")
+    return out
+
+
 __all__ = ["ClassReport", "ExerciseStats", "MisconceptionStats", "LessonStats", "FollowUp", "summarize",
-           "best_rows", "lesson_of_id", "NOT_TRIED", "FOLLOW_UP", "MIN_SHARE", "TOP_PER_LESSON"]
+           "lesson_of_id", "NOT_TRIED", "FOLLOW_UP", "MIN_SHARE", "TOP_PER_LESSON"]

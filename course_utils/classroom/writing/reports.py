@@ -17,15 +17,17 @@ from ...text import shorten
 from ..grader import TOTAL, Row, SubmissionGrade
 
 
-#: The CSV's columns. ``code`` (last, so that the others keep their places) is the misconception the feedback
-#: names (:mod:`course_utils.misconceptions`), ``""`` for a passed exercise; on a ``TOTAL`` row, the code of
-#: why the whole submission was not graded, if it was not.
-CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback", "code")
+#: The CSV's columns (those added later after the others, so that they keep their places). ``code``: the
+#: misconceptions the feedback names (:mod:`course_utils.misconceptions`), space-separated, ``""`` for a passed
+#: exercise; on a ``TOTAL`` row, the code of why the whole submission was not graded, if it was not. ``submitted``,
+#: ``late`` and ``answers``: the submission's (:class:`~course_utils.classroom.grader.SubmissionGrade`), on each row.
+CSV_HEADER = ("submission", "exercise", "points", "max_points", "passed", "feedback", "code", "submitted", "late",
+              "answers")
 
 
 def csv_rows(grades: Sequence[SubmissionGrade]) -> list[Row]:
     """All rows, sorted by submission, then exercise id, each submission's ``TOTAL`` last."""
-    rows = [r for g in grades for r in g.rows + [g.total()]]
+    rows = [r for g in grades for r in g.all_rows()]
     return sorted(rows, key=lambda r: (r.submission, r.exercise == TOTAL, r.exercise))
 
 
@@ -114,17 +116,18 @@ class CsvFile:
 def gradescope_results(grade: SubmissionGrade, execution_time: float | None = None) -> dict:
     """A submission's grade in Gradescope's ``results.json`` format: ``score``, ``output``, one ``tests``
     entry per exercise (``name``, ``number``, ``score``, ``max_score``, ``status``, ``output``,
-    ``visibility``, and ``tags``: the misconception code, for a failed one), ``execution_time`` in seconds when
-    given, and the submission's path in ``extra_data``."""
+    ``visibility``, and ``tags``: the misconception codes, for a failed one), ``execution_time`` in seconds when
+    given, and in ``extra_data`` the submission's path, when it was handed in, whether late and its answers' hash."""
     from ...exercises import get_exercise
     tests = []
     for row in grade.rows:
         ex = get_exercise(row.exercise)
         tests.append({"name": f"{row.exercise}: {ex.title}", "number": row.exercise, "score": row.points,
                       "max_score": row.max_points, "status": "passed" if row.passed else "failed",
-                      "output": row.feedback, "visibility": "visible", "tags": [row.code] if row.code else []})
+                      "output": row.feedback, "visibility": "visible", "tags": row.code.split()})
+    extra = {"submission": grade.submission, "submitted": grade.submitted, "late": grade.late, "answers": grade.answers}
     results = {"score": grade.points, "output": grade.total().feedback, "tests": tests,
-               "extra_data": {"submission": grade.submission, **({"code": grade.note_code} if grade.note_code else {})}}
+               "extra_data": {**extra, **({"code": grade.note_code} if grade.note_code else {})}}
     if execution_time is not None:
         results["execution_time"] = max(int(round(execution_time)), 0)
     return results
