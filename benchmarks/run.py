@@ -15,6 +15,7 @@ Sections:
   grading    a class graded with `python -m course_utils grade`: STUDENTS x every lesson, solved,
              --jobs 1 and 2 (set COURSE_BENCH_STUDENTS; default 100)
   gpu        the reference run on a real GPU that lessons 02 and 07 show (from its data file; no measuring here)
+  simclock   the simulated GPU's modeled clock against that run, size by size (its error table)
   report     `python -m course_utils report` on a generated class of 1,000 students x every lesson (its CSV,
              and the same class as Gradescope results), whole command, HTML and JSON
 """
@@ -350,9 +351,45 @@ def gpu() -> list[str]:
     return rows
 
 
+def simclock() -> list[str]:
+    """The simulated GPU's modeled clock (its ``h100`` profile) against the recorded H100 run it is calibrated on:
+    lesson 02's matmul sweep and ``x + x``, lesson 07's copy sweeps, timed as the lessons time them, size by size."""
+    import json
+
+    import torch
+
+    import course_utils as cu
+    from course_utils import transfer
+    from course_utils.gpusim import backend, clock
+
+    dev = backend.enable()
+    raw = json.loads((ROOT / "course_utils" / "data" / "reference_gpu.json").read_text(encoding="utf-8"))
+    pairs = []   # (what, size, recorded, modeled)
+    for n, recorded in raw["matmul_seconds"]["cuda"].items():
+        a = torch.randn(int(n), int(n), device=dev)
+        pairs.append(("matmul n×n", n, recorded, cu.time_it(torch.matmul, a, a, device=dev).median))
+    for count, recorded in raw["add_seconds"]["cuda"].items():
+        x = torch.randn(int(count), device=dev)
+        pairs.append(("x + x, elements", count, recorded, cu.time_it(torch.add, x, x, device=dev).median))
+    ways = {"host → device, pageable": ("cpu", dev, False), "host → device, pinned": ("cpu", dev, True),
+            "device → host, pageable": (dev, "cpu", False)}
+    for sweep in raw["copies"]:
+        source, target, pinned = ways[sweep["label"]]
+        modeled = transfer.copy_sweep(sweep["nbytes"], source, target, pinned=pinned, non_blocking=pinned,
+                                      min_time=0.01)
+        pairs += [(sweep["label"], f"{n:,} B", recorded, m)
+                  for n, recorded, m in zip(sweep["nbytes"], sweep["seconds"], modeled.seconds)]
+    errors = [abs(m / r - 1) for *_, r, m in pairs]
+    rows = [f"Profile: {clock.clock().profile.name}, {clock.clock().profile.source}. Error = modeled / recorded − 1; "
+            f"{sum(e <= 0.25 for e in errors)} of {len(errors)} within 25 %, median {statistics.median(errors):.0%}, "
+            f"largest {max(errors):.0%}.", "", "| what | size | recorded | modeled | error |", "|---|---:|---:|---:|---:|"]
+    rows += [f"| {what} | {size} | {_fmt(r)} | {_fmt(m)} | {m / r - 1:+.0%} |" for what, size, r, m in pairs]
+    return rows
+
+
 SECTIONS = {"notebooks": notebooks, "timing": timing, "copy": copy, "import": import_cost, "errors": errors,
             "simdevice": simdevice, "memory": memory, "grading": grading, "report": report,
-            "gpu": gpu}
+            "gpu": gpu, "simclock": simclock}
 
 
 def main() -> int:

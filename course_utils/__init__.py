@@ -45,7 +45,7 @@ _SUBMODULES = tuple(sorted(info.name for info in pkgutil.iter_modules(__path__) 
 __all__ = ["setup", "best_device", "accelerator", "is_simulated", "check", "Result", "exercise",
            "exercise_ids", "quiz", "answer", "hint", "solution", "progress", "time_it", "explain_devices",
            "explain_error", "show_devices", "show_figure",
-           "figures"]   # the module the lessons use by name: cu.figures.style
+           "figures", "timing"]   # the modules the lessons use by name: cu.figures.style, cu.timing.clock
 __version__ = "0.3.0"   # the one place: pyproject.toml reads it; CITATION.cff and CHANGELOG.md follow it
 
 

@@ -58,8 +58,7 @@ def explain_devices(model: Any = None, inputs: Any = None, device: Any = None, *
     given to ``pack_padded_sequence``. An integer tensor named like lengths (``lengths``, ``src_len``, ``x_len``,
     ``seq_lens``...) is judged by use: when the model's code calls ``pack_padded_sequence`` it must stay on the CPU;
     otherwise the report says it cannot tell, and never advises moving it to the target. Neither ever chooses the
-    target. The :class:`DeviceReport` never raises for unusual arguments: it reports them.
-    """
+    target. The :class:`DeviceReport` never raises for unusual arguments: it reports them."""
     report = DeviceReport(target=None, reason="")
     try:
         _explain(report, model, inputs, device, optimizer, loss)
@@ -79,8 +78,7 @@ def _map_of(report: DeviceReport, model: Any, inputs: Any, optimizer: Any, loss:
                   if isinstance(value, nn.Module)]
         if optimizer is not None:
             pairs.append(("optimizer", optimizer))
-        device_map = collect(pairs)
-        odd = set(report.mismatches)
+        device_map, odd = collect(pairs), set(report.mismatches)
         for block in device_map.blocks():
             if odd.intersection(block.names):
                 block.status, block.note = ODD, f"not on {report.target}"
@@ -137,7 +135,10 @@ def _settle_target(report: DeviceReport, model: Any, device: Any, model_tensors:
     scatter = _data_parallel_device(model)
     if scatter is not None:
         target, reason = scatter, "nn.DataParallel's device_ids[0], where it checks the model is"
-        asked = _safe_device(device) if device is not None else scatter
+        try:
+            asked = _normalise(device) if device is not None else scatter
+        except Exception:
+            asked = None
         if asked is None or not is_on(scatter, asked):
             report.problems.append(f"device={safe_repr(device)} is not where this nn.DataParallel runs: it needs "
                                    f"its parameters and buffers on device_ids[0], {scatter}, whatever the inputs.")
@@ -199,48 +200,35 @@ def _input_entries(report: DeviceReport, target: Optional[torch.device], flat_in
             report.entries.append(_lengths_entry(name, value, target, packs))
         elif isinstance(value, torch.Tensor):
             status = _status(value, target)
-            note = ""
-            if status == MISMATCH:
-                note = f"not on {report.target}"
-                if value.dim() == 0 and value.device.type == "cpu":
-                    status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
-                elif data_parallel:
-                    status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
+            note = f"not on {report.target}" if status == MISMATCH else ""
+            if status == MISMATCH and value.dim() == 0 and value.device.type == "cpu":
+                status, note = NOTE, "0-dim CPU tensor: allowed to mix with any device"
+            elif status == MISMATCH and data_parallel:
+                status, note = NOTE, "nn.DataParallel scatters its inputs to its GPUs from any device"
             report.entries.append(_entry("input", name, value, status, note))
         else:
             report.entries.append(Entry("input", name, "", "", type(value).__name__, NOTE, _non_tensor_note(value)))
 
 
-def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory):
-    """The model's (name, tensor) parameters, buffers and plain attributes, and its (name, type name)
+def _model_tensors(model: Any, report: DeviceReport, walker: inventory.Inventory) -> tuple[list[tuple[str, Any]], ...]:
+    """The model's (name, tensor) parameters, buffers and plain attributes, and its (name, module)
     modules in plain lists or dicts; what stops the inspection is said in ``report.problems``."""
-    params: list[tuple[str, torch.Tensor]] = []
-    buffers: list[tuple[str, torch.Tensor]] = []
-    plain: list[tuple[str, torch.Tensor]] = []
-    unregistered: list[tuple[str, str]] = []
-    if model is None:
-        return params, buffers, plain, unregistered
-    if not isinstance(model, nn.Module):
+    found: list[Found] = []
+    if model is not None and not isinstance(model, nn.Module):
         hint = " (did you swap the model and the inputs?)" if isinstance(model, (torch.Tensor, dict)) else ""
         report.problems.append(f"`model` is a {type(model).__name__}, not an nn.Module{hint}; "
                                "pass your model, or None to check only the inputs.")
-        return params, buffers, plain, unregistered
-    if not inventory.initialised(model):
-        report.problems.append(f"{type(model).__name__} was never initialised as a module: its "
-                               "__init__ must call super().__init__() first.")
-    try:
-        found = list(walker.walk(model))
-    except Exception as e:
-        report.problems.append(f"could not list the model's tensors ({type(e).__name__}: "
-                               f"{safe_repr(str(e), 120)}); is every submodule initialised with super().__init__()?")
-        return params, buffers, plain, unregistered
-    lists = {inventory.PARAMETER: params, inventory.BUFFER: buffers, inventory.PLAIN: plain}
-    for f in found:
-        if f.role in lists:
-            lists[f.role].append((f.name, f.value))
-        elif f.role == inventory.UNREGISTERED:
-            unregistered.append((f.name, f.value))
-    return params, buffers, plain, unregistered
+    elif model is not None:
+        if not inventory.initialised(model):
+            report.problems.append(f"{type(model).__name__} was never initialised as a module: its "
+                                   "__init__ must call super().__init__() first.")
+        try:
+            found = list(walker.walk(model))
+        except Exception as e:
+            report.problems.append(f"could not list the model's tensors ({type(e).__name__}: {safe_repr(str(e), 120)});"
+                                   " is every submodule initialised with super().__init__()?")
+    return tuple([(f.name, f.value) for f in found if f.role == role]
+                 for role in (inventory.PARAMETER, inventory.BUFFER, inventory.PLAIN, inventory.UNREGISTERED))
 
 
 def _inputs(inputs: Any) -> list[Found]:
@@ -331,10 +319,8 @@ def _packs_sequences(model: Any) -> bool:
     except Exception:
         return False
     for kind in kinds:
-        if kind.__module__.startswith("torch."):
-            continue
         try:
-            if "pack_padded_sequence" in inspect.getsource(kind.forward):
+            if not kind.__module__.startswith("torch.") and "pack_padded_sequence" in inspect.getsource(kind.forward):
                 return True
         except Exception:   # no source (built in, or typed at a prompt): no evidence either way
             continue
@@ -362,20 +348,12 @@ def _data_parallel_device(model: Any) -> Optional[torch.device]:
     return device if getattr(model, "device_ids", None) and isinstance(device, torch.device) else None
 
 
-def _safe_device(device: Any) -> Optional[torch.device]:
-    try:
-        return _normalise(device)
-    except Exception:
-        return None
-
-
 def _cpu_only_entry(name: str, value: Any) -> Entry:
     """A generator, or a DataLoader's: the one a DataLoader draws its shuffle order with belongs on the CPU."""
     loader = isinstance(value, DataLoader)
     if loader:
         gen = value.generator if isinstance(value.generator, torch.Generator) else None
-        gen = gen or getattr(getattr(value, "sampler", None), "generator", None)
-        name, value = f"{name}.generator", gen
+        name, value = f"{name}.generator", gen or getattr(getattr(value, "sampler", None), "generator", None)
         if not isinstance(value, torch.Generator):
             return Entry("input", name, "", "", "None", NOTE, "no generator of its own: uses the CPU's global one")
     device = str(value.device)
@@ -415,8 +393,7 @@ def _optimizer_entries(report: DeviceReport, optimizer: Any, walker: inventory.I
     p, pname, stale = None, "", False
     for f in found:   # each parameter, then its state
         if f.role == inventory.OPTIMIZED:
-            p, pname = f.value, f.owner or f"optimizer param #{f.key}"
-            stale = has_model and not f.owner
+            p, pname, stale = f.value, f.owner or f"optimizer param #{f.key}", has_model and not f.owner
             if stale:
                 report.entries.append(_entry("optimizer state", pname, p, WARNING, "not one of the model's "
                                              "parameters: the model no longer uses what this optimizer updates"))
@@ -442,9 +419,8 @@ REBOUND = ("_REGISTERED",)
 
 
 def _tag(storage: Any) -> Optional[str]:
-    if _TAG_AS is not None and getattr(storage, "device", None) is not None and storage.device.type == "cpu":
-        return _TAG_AS
-    return None
+    on_cpu = _TAG_AS is not None and getattr(storage, "device", None) is not None and storage.device.type == "cpu"
+    return _TAG_AS if on_cpu else None
 
 
 def _no_restore(storage: Any, location: str) -> None:
@@ -458,8 +434,7 @@ def save_as_gpu_checkpoint(obj: Any, f: Any, location: str = "cuda:0") -> None:
     to its bytes, and ``torch.load`` puts it back there. This writes the same bytes with the tag
     a GPU machine would write, so a CPU-only runtime can meet, and fix, the real error of loading a
     GPU checkpoint without ``map_location``. Nothing changes for any other ``torch.save`` call. The tensors of
-    ``obj`` (e.g. a ``state_dict``) must be on the CPU; ``f`` is a path or a binary file object.
-    """
+    ``obj`` (e.g. a ``state_dict``) must be on the CPU; ``f`` is a path or a binary file object."""
     global _TAG_AS, _REGISTERED
     if not _REGISTERED:
         # priority -7: ahead of PyTorch's own taggers (cpu is 10), and unlikely to collide

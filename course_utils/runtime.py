@@ -87,8 +87,8 @@ def banner(device: torch.device) -> str:
 
 #: The banner's line when :func:`setup` hands out the simulated GPU (:mod:`course_utils.gpusim`).
 SIMULATED_LINE = (f"Simulated GPU: {gpusim.NAME}:0 and {gpusim.NAME}:1 hold real values in host memory and raise "
-                  "what a CUDA GPU raises. Not simulated: speed (timings measure your CPU), memory limits, pinned "
-                  "memory and CUDA's own API (.cuda(), torch.cuda).")
+                  "what a CUDA GPU raises; the course's timings on them are a modeled H100's, labelled so. Not "
+                  "simulated: memory limits, pinned memory and CUDA's own API (.cuda(), torch.cuda).")
 
 
 def setup(lesson: str | None = None) -> torch.device:

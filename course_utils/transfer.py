@@ -184,8 +184,10 @@ def _time_copies(sizes: Sequence[int], source: torch.device, target: torch.devic
                  pinned: bool, non_blocking: bool, min_time: float) -> list[float]:
     times = []
     for n in sizes:
-        src = torch.empty(n, dtype=torch.uint8, device=source, pin_memory=pinned and source.type == "cpu").fill_(1)
-        dst = torch.empty(n, dtype=torch.uint8, device=target, pin_memory=pinned and target.type == "cpu")
+        src = torch.ones(n, dtype=torch.uint8, device=source)
+        dst = torch.empty(n, dtype=torch.uint8, device=target)
+        if pinned:   # pin_memory(): the simulated GPU's clock counts its copies as pinned too
+            src, dst = (t.pin_memory() if t.device.type == "cpu" else t for t in (src, dst))
 
         def copy(dst=dst, src=src):
             dst.copy_(src, non_blocking=non_blocking)

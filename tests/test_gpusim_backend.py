@@ -90,6 +90,88 @@ RUNS = {
                                                      "'x, v' in str(cu.show_devices(x, v))", "True"),
     "distributions": ("str(torch.distributions.Normal(torch.zeros(2, device=device), "
                       "torch.ones(2, device=device)).sample().device)", "simgpu:0"),
+    # factories PyTorch builds as an empty tensor that an out= kernel resizes, and out= and in-place view ops
+    "factories have their shape": ("[tuple(t.shape) for t in (torch.arange(5, device=device), "
+                                   "torch.eye(3, device=device), torch.range(0, 2, device=device), "
+                                   "torch.linspace(0, 1, 4, device=device), torch.randperm(4, device=device), "
+                                   "torch.arange(6, device='simgpu:1').view(2, 3), "
+                                   "torch.tril_indices(3, 3, device=device))]",
+                                   "[(5,), (3, 3), (3,), (4,), (4,), (2, 3), (2, 6)]"),
+    "a factory's tensor reads as on a GPU": ("a = torch.arange(3, device=device); (len(a), a[2].item(), repr(a), "
+                                             "(torch.eye(2, device=device) @ torch.ones(2, device=device)).tolist())",
+                                             "(3, 2, \"tensor([0, 1, 2], device='simgpu:0')\", [1.0, 1.0])"),
+    "out= and in-place views resize their tensor": (
+        "o = torch.empty(0, device=device); r = torch.add(torch.ones(3, device=device), 1, out=o)\n"
+        "g = torch.zeros(2, 3, device=device); g.t_(); h = torch.zeros(3, device=device); h.unsqueeze_(0)\n"
+        "(r is o, o.tolist(), tuple(g.shape), tuple(h.shape), tuple(h.stride()))",
+        "(True, [2.0, 2.0, 2.0], (3, 2), (1, 3), (3, 1))"),
+    "a cpu tensor filled in place with a 0-dim device value stays on the cpu": (
+        "c = torch.zeros(3); r = c.fill_(torch.tensor(2., device=device))\n"
+        "m = c.masked_fill_(torch.tensor([True, False, False]), torch.tensor(5., device='simgpu:1'))\n"
+        "(r is c, m is c, type(c).__name__, str(c.device), c.tolist())",
+        "(True, True, 'Tensor', 'cpu', [5.0, 2.0, 2.0])"),
+    "LSTM and GRU train as on the CPU": (textwrap.dedent("""\
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        same = []
+        for layer, bias in ((nn.LSTM, True), (nn.LSTM, False), (nn.GRU, True), (nn.GRU, False)):
+            torch.manual_seed(0); cpu_rnn = layer(3, 4, num_layers=2, bias=bias, batch_first=True)
+            x, found = torch.randn(3, 5, 3), []
+            for rnn, where in ((cpu_rnn, 'cpu'), (copy.deepcopy(cpu_rnn).to(device), device)):
+                xs = x.to(where, copy=True).requires_grad_()
+                out, hidden = rnn(pack_padded_sequence(xs, torch.tensor([5, 3, 2]), batch_first=True))
+                padded, _ = pad_packed_sequence(out, batch_first=True)
+                h = hidden if isinstance(hidden, tuple) else (hidden,)
+                (padded.sum() + sum((t * t).sum() for t in h)).backward()
+                found.append([t.detach().cpu() for t in (padded, *h, xs.grad, *(p.grad for p in rnn.parameters()))])
+            same.append(all(torch.allclose(a, b, atol=1e-5) for a, b in zip(*found)))
+        same"""), "[True, True, True, True]"),
+    "save and load keep views views, as map_location says": (textwrap.dedent("""\
+        from unittest import mock
+        def saved(values, tag=None):
+            buf = io.BytesIO()
+            with mock.patch('torch.serialization.location_tag', tag or torch.serialization.location_tag):
+                torch.save(values, buf)
+            return buf
+        found = []
+        cases = [(torch.arange(6., device=device), where) for where in (None, 'simgpu:1', {'simgpu:0': 'cpu'},
+                                                                        lambda s, loc: s, lambda s, loc: None)]
+        for x, where in cases + [(torch.arange(6.), where) for where in ('simgpu', {'cpu': 'simgpu:1'})]:
+            buf = saved([x, x[2:].view(2, 2)]); buf.seek(0)
+            a, b = torch.load(buf, map_location=where); b[0, 0] = 100.
+            found.append((str(a.device), str(b.device), a[2].item()))
+        buf = saved({'x': torch.arange(4.)}, lambda storage: 'cuda:0'); buf.seek(0)   # a GPU's checkpoint
+        found.append(str(torch.load(buf, map_location={'cuda:0': 'simgpu:0'})['x'].device))
+        found"""), "[('simgpu:0', 'simgpu:0', 100.0), ('simgpu:1', 'simgpu:1', 100.0), ('cpu', 'cpu', 100.0), "
+                   "('cpu', 'cpu', 100.0), ('simgpu:0', 'simgpu:0', 100.0), ('simgpu:0', 'simgpu:0', 100.0), "
+                   "('simgpu:1', 'simgpu:1', 100.0), 'simgpu:0']"),
+    "autocast: attention and recurrent layers in float16": (
+        "q = torch.randn(1, 2, 4, 8, device=device)\n"
+        "with torch.autocast(device_type=device.type, dtype=torch.float16):\n"
+        "    found = (F.scaled_dot_product_attention(q, q, q).dtype, nn.LSTM(8, 4).to(device)(q[0, 0:1])[0].dtype,\n"
+        "             F.binary_cross_entropy_with_logits(q, q.sigmoid()).dtype)\nfound",
+        "(torch.float16, torch.float16, torch.float32)"),
+    "the current device": (textwrap.dedent("""\
+        torch.accelerator.set_device_index(1)
+        made = (torch.accelerator.current_device_index(), str(torch.zeros(1, device='simgpu').device),
+                str(torch.ones(1).to('simgpu').device), str(nn.Linear(1, 1).to(torch.device('simgpu')).bias.device),
+                str(torch.ones(1).to('simgpu:0').device))
+        torch.accelerator.set_device_index(0)
+        with torch.accelerator.device_index(1):
+            inside = (torch.accelerator.current_device_index(), str(torch.ones(1, device='simgpu').device))
+        (made, inside, torch.accelerator.current_device_index(), str(torch.ones(1).to('simgpu').device))"""),
+        "((1, 'simgpu:1', 'simgpu:1', 'simgpu:1', 'simgpu:0'), (1, 'simgpu:1'), 0, 'simgpu:0')"),
+    "memory questions are refused clearly, caches emptied": (textwrap.dedent("""\
+        said = []
+        for name in ('memory_allocated', 'max_memory_allocated', 'memory_reserved', 'max_memory_reserved',
+                     'memory_stats', 'get_memory_info', 'reset_peak_memory_stats', 'reset_accumulated_memory_stats'):
+            for module in (torch.accelerator, torch.simgpu):
+                try:
+                    getattr(module, name)()
+                except RuntimeError as error:
+                    said.append(str(error).startswith(name + "() has no answer on the course's simulated GPU: it "
+                                                      "does not model memory"))
+        (len(said), all(said), torch.accelerator.empty_cache(), torch.accelerator.empty_host_cache())"""),
+        "(16, True, None, None)"),
 }
 
 #: Cells a GPU refuses: name -> (code, the exception type, the message as a function of the PyTorch version).
@@ -139,6 +221,11 @@ RAISES = {
                             "cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned"),
     "pin a device tensor of int64": ("torch.ones(2, dtype=torch.int64, device=device).pin_memory()", "RuntimeError",
                                      "cannot pin 'CUDALongType' only dense CPU tensors can be pinned"),
+    # CUDA's autocast refuses it (autocast_mode.cpp), in the words of the installed PyTorch (tested below)
+    "autocast refuses binary_cross_entropy": ("with torch.autocast(device_type=device.type, dtype=torch.float16):\n"
+                                              "    nn.BCELoss()(torch.rand(2, device=device), "
+                                              "torch.ones(2, device=device))", "RuntimeError",
+                                              devicerules.AUTOCAST_REFUSED),
     "training on device 1": ("w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward()",
                              "RuntimeError", "The course's simulated GPU computes gradients on simgpu:0 only"),
 }
@@ -200,6 +287,15 @@ def test_what_a_gpu_refuses_raises_its_error(outcomes, name):
     assert got[:1] == [kind] and got[1].startswith(message), got
 
 
+def test_the_autocast_refusal_is_the_installed_pytorchs_own_message():
+    """CUDA's autocast refuses binary_cross_entropy with a message built into ``libtorch_cpu`` (every build)."""
+    from pathlib import Path
+    library = next((Path(torch.__file__).parent / "lib").glob("libtorch_cpu.*"), None)
+    if library is None:
+        pytest.skip("no libtorch_cpu in this PyTorch")
+    assert devicerules.AUTOCAST_REFUSED.encode() + b"\0" in library.read_bytes()
+
+
 def test_the_first_error_says_where_it_comes_from_and_tracebacks_stay_short():
     code = ("import torch, course_utils as cu\ndevice = cu.setup()\n"
             "try:\n    torch.ones(2, device=device) + torch.ones(2)\nexcept RuntimeError as e:\n"
@@ -216,7 +312,8 @@ def test_the_banner_says_what_is_simulated_and_what_is_not():
     banner = " ".join(done.stdout.split())
     assert "Device for this lesson: simgpu:0" in banner
     assert "Simulated GPU: simgpu:0 and simgpu:1 hold real values in host memory" in banner
-    assert "Not simulated: speed (timings measure your CPU), memory limits, pinned memory and CUDA's own API" in banner
+    assert ("timings on them are a modeled H100's, labelled so. Not simulated: memory limits, pinned memory and "
+            "CUDA's own API") in banner
 
 
 @pytest.mark.skipif(accelerator() is not None, reason="with an accelerator the lessons use it")

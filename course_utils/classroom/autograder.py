@@ -1,12 +1,11 @@
 """A Gradescope autograder for a lesson: ``python -m course_utils autograder --lesson 03 --out autograder_03.zip``.
 
-The zip has Gradescope's layout: ``setup.sh`` (run once when Gradescope builds the image: it installs
-the CPU build of PyTorch, the version this bundle was made with), ``run_autograder`` (run for each
-submission), and ``course_utils/``, this very copy of the package, which ``run_autograder`` puts first on
-``PYTHONPATH``: the checks are exactly this version's. ``run_autograder`` grades the one notebook in
-``submission/`` with the engine of ``grade`` (:func:`~course_utils.classroom.grader.grade_notebook`) and
-writes ``results/results.json`` in Gradescope's format. The root is ``$AUTOGRADER_ROOT``, by default
-``/autograder`` (``source/``, ``submission/``, ``results/``).
+The zip has Gradescope's layout: ``setup.sh`` (run once when Gradescope builds the image: it installs the CPU build of
+PyTorch, the version this bundle was made with), ``run_autograder`` (run for each submission), and ``course_utils/``,
+this very copy of the package, which ``run_autograder`` puts first on ``PYTHONPATH``: the checks are exactly this
+version's. ``run_autograder`` grades the one notebook in ``submission/`` with the engine of ``grade``
+(:func:`~course_utils.classroom.grader.grade_notebook`) and writes ``results/results.json`` in Gradescope's format. The
+root is ``$AUTOGRADER_ROOT``, by default ``/autograder`` (``source/``, ``submission/``, ``results/``).
 """
 from __future__ import annotations
 
@@ -88,11 +87,6 @@ def _add(bundle: zipfile.ZipFile, name: str, text: str) -> None:
     bundle.writestr(info, text)
 
 
-def _notebooks(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.ipynb")
-                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
-
-
 def _zero(lesson: Optional[str], message: str) -> dict:
     """Results for a submission that cannot be graded: score 0, each exercise listed, the reason said."""
     from ..exercises import get_exercise
@@ -106,12 +100,14 @@ def grade_submission(root: Path, lesson: str, limits: Limits = Limits()) -> dict
     """Grade the notebook in ``root/submission`` as ``lesson`` (or, for ``"all"``, its own lesson) and
     return Gradescope's results; never raises for anything in the submission."""
     start = time.monotonic()
-    found = _notebooks(root / "submission")
+    folder = root / "submission"
+    found = sorted(p for p in folder.rglob("*.ipynb")
+                   if not any(part.startswith(".") for part in p.relative_to(folder).parts))
     if not found:
         results = _zero(lesson, "No notebook (.ipynb) was found in your submission. Upload the lesson's notebook, "
                                 "saved from Jupyter.")
     elif len(found) > 1:
-        names = ", ".join(str(p.relative_to(root / "submission")) for p in found)
+        names = ", ".join(str(p.relative_to(folder)) for p in found)
         results = _zero(lesson, f"Your submission holds {len(found)} notebooks ({names}). Upload only the lesson's "
                                 "notebook.")
     else:

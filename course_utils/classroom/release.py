@@ -120,17 +120,14 @@ def package_files(examples: bytes) -> dict[str, bytes]:
     return files
 
 
-def _metadata() -> bytes:
-    requires = "".join(f"Requires-Dist: {r}\n" for r in ("torch>=2.10", "ipywidgets>=7.7", "matplotlib>=3.7"))
-    return (f"Metadata-Version: 2.1\nName: course_utils\nVersion: {__version__}\n"
-            "Summary: Where does my tensor live? The students' package of an assessed class (no reference solutions)\n"
-            f"Requires-Python: >=3.10\n{requires}").encode()
-
-
 def write_wheel(target: Path, files: dict[str, bytes]) -> None:
     """A pure-Python wheel (``py3-none-any``: any Python the course supports) of ``files``, written atomically."""
     info = f"course_utils-{__version__}.dist-info"
-    files = {**files, f"{info}/METADATA": _metadata(),
+    requires = "".join(f"Requires-Dist: {r}\n" for r in ("torch>=2.10", "ipywidgets>=7.7", "matplotlib>=3.7"))
+    metadata = (f"Metadata-Version: 2.1\nName: course_utils\nVersion: {__version__}\nSummary: Where does my tensor "
+                "live? The students' package of an assessed class (no reference solutions)\n"
+                f"Requires-Python: >=3.10\n{requires}")
+    files = {**files, f"{info}/METADATA": metadata.encode(),
              f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: course_utils release\nRoot-Is-Purelib: true\n"
                               b"Tag: py3-none-any\n",
              f"{info}/top_level.txt": b"course_utils\n"}
@@ -214,19 +211,11 @@ Hand in the notebooks as your teacher asks; run the `cu.progress()` cell at the 
 
 def release(out: Path, notebooks: Path, *, repo: str | None = None, branch: str = "main",
             wheel_url: str | None = None) -> Path:
-    """Write the student release into the new folder ``out`` (made whole in a temporary folder beside it, then
-    renamed: it never writes into a folder that exists, nor leaves half a release).
-
-    Args:
-        out: the folder to create.
-        notebooks: the course's ``notebooks/`` folder.
-        repo: the GitHub repository the release will be pushed to (for badges and Colab's download), if any.
-        branch: that repository's branch or tag.
-        wheel_url: where Colab downloads the students' package, if not from ``repo``.
-
-    Raises:
-        ReleaseError: ``out`` exists, no notebooks, or the recording failed.
-    """
+    """Write the student release of the course's ``notebooks/`` folder into the new folder ``out`` (made whole in a
+    temporary folder beside it, then renamed: it never writes into a folder that exists, nor leaves half a release).
+    ``repo`` is the GitHub repository the release will be pushed to (for badges and Colab's download), if any, and
+    ``branch`` its branch or tag; ``wheel_url`` is where Colab downloads the students' package, if not from ``repo``.
+    ReleaseError when ``out`` exists, there are no notebooks, or the recording failed."""
     out = Path(out)
     if out.exists():
         raise ReleaseError(f"{out} exists: give a new folder (a release never writes into an existing one)")

@@ -165,10 +165,9 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
          Wording("index out of range in self", ALL_CHECKED,
                  "an nn.Embedding given an id >= its size: verbatim in libtorch_cpu.so 2.7, 2.8, 2.14; real "
                  "run (2.13)")),
-        "A value used as an index is outside its range: a class label outside `0 .. num_classes - 1` given to "
-        "a loss (the loss's `ignore_index`, -100 by default, is skipped and allowed), or a token id at least "
-        "as large as an `nn.Embedding`. The CPU names the bad value; on a GPU the same mistake is a "
-        "device-side assert.",
+        "A value used as an index is outside its range: a class label outside `0 .. num_classes - 1` given to a loss "
+        "(the loss's `ignore_index`, -100 by default, is skipped and allowed), or a token id at least as large as an "
+        "`nn.Embedding`. The CPU names the bad value; on a GPU the same mistake is a device-side assert.",
         "Find the bad values and fix the data (or the number of classes, or `num_embeddings`): "
         "`y[(y != -100) & ((y < 0) | (y >= num_classes))]` for labels, `ids[ids >= emb.num_embeddings]` for "
         "an embedding.",
@@ -243,9 +242,8 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
                  "Mac builds of 1.12 (\"current\" for \"currently\" is PyTorch's; learner reports)",
                  "learner reports of 1.12, the first release with MPS")),
         "Apple's MPS backend does not have every PyTorch operator yet, and this one is missing.",
-        "Set `PYTORCH_ENABLE_MPS_FALLBACK=1` before Python starts (or before `import torch`): that operator "
-        "then runs on the CPU, slower, and the rest stays on MPS. Or run the whole step on the CPU. A newer "
-        "PyTorch may have it.",
+        "Set `PYTORCH_ENABLE_MPS_FALLBACK=1` before Python starts (or before `import torch`): that operator then runs "
+        "on the CPU, slower, and the rest stays on MPS. Or run the whole step on the CPU. A newer PyTorch may have it.",
         tailor=tailor_mps_op),
     Family(
         "index-device", "Index tensor on another device",
@@ -388,8 +386,7 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         (Wording("Weights only load failed. This file can still be loaded, to do so you have two options, do those "
                  "steps only if you trust the source of the checkpoint.",
                  "2.6 and newer by default (earlier with weights_only=True); an UnpicklingError",
-                 "torch/serialization.py in 2.7, 2.8, 2.14; real run (2.13); the message goes on with the "
-                 "two options"),
+                 "torch/serialization.py in 2.7, 2.8, 2.14; real run (2.13); the message goes on with the two options"),
          Wording("Unsupported global: GLOBAL torch.nn.modules.linear.Linear was not an allowed global by default.",
                  "2.6 and newer, inside the message above", "torch/_weights_only_unpickler.py in 2.7 and 2.14")),
         "Since PyTorch 2.6 `torch.load` loads with `weights_only=True`: tensors, dicts, lists and numbers, but "

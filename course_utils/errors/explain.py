@@ -29,8 +29,7 @@ class Explanation:
     it, and ``message`` the line of your error that was recognised. The ``argument`` (``"mat1"``, ``"lengths"``...),
     ``op`` (``"wrapper_CUDA_addmm"``...) and ``devices`` (odd one first when it says which) are what the message
     names. ``device_problem`` is False for the errors the course teaches next to device problems; ``note`` is said
-    instead of "not an error the course knows" (``explain_error()`` with no error yet).
-    """
+    instead of "not an error the course knows" (``explain_error()`` with no error yet)."""
 
     known: bool
     key: str = ""
@@ -122,12 +121,11 @@ def _text_of(error: Any) -> str:
                 message = ""
         kind = type(error)
         name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-        text = f"{name}: {message}"
         try:  # the frames matter for a few families (a DataLoader's sampler); never fail on them
             frames = "".join(traceback.format_tb(error.__traceback__, limit=30)) if error.__traceback__ else ""
         except Exception:
             frames = ""
-        return frames + text
+        return f"{frames}{name}: {message}"
     return _safe_str(error)
 
 
@@ -144,8 +142,7 @@ def last_error() -> Optional[BaseException]:
 
     In order: the exception being handled (a call inside an ``except`` block), then the last one that went
     uncaught, which IPython and Jupyter record after the failing cell (``sys.last_exc`` from Python 3.12,
-    ``sys.last_value`` before and beside it), as the plain Python prompt does.
-    """
+    ``sys.last_value`` before and beside it), as the plain Python prompt does."""
     candidates = (sys.exc_info()[1], getattr(sys, "last_exc", None), getattr(sys, "last_value", None))
     return next((candidate for candidate in candidates if isinstance(candidate, BaseException)), None)
 
@@ -162,8 +159,7 @@ def explain_error(error: Any = _LAST) -> Explanation:
     PyTorch version, any device (bytes and other objects are read as text). Left out: the last error (see
     :func:`last_error`): in a notebook, the one the last failing cell raised; when there is none yet, the explanation
     says so. ``.known`` is False for anything the course does not explain (dtype and shape errors included): it says
-    so instead of guessing. It never raises.
-    """
+    so instead of guessing. It never raises."""
     if error is _LAST:
         try:
             error = last_error()
@@ -190,11 +186,9 @@ def _plain_layers(error: BaseException) -> list[tuple[str, str, str]]:
     """(owner class, attribute, container type) of each plain list/tuple/dict of layers held by a module whose
     ``forward`` (or a method) is in the traceback, when those layers are not registered in that module."""
     out: list[tuple[str, str, str]] = []
-    tb = error.__traceback__
     seen: set[int] = set()
-    while tb is not None:
-        owner = tb.tb_frame.f_locals.get("self")
-        tb = tb.tb_next
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        owner = frame.f_locals.get("self")
         if owner is None or id(owner) in seen or not _is_module(owner):
             continue
         seen.add(id(owner))
@@ -244,13 +238,9 @@ def _explain(text: str) -> Explanation:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return Explanation(known=False, message=shorten(lines[-1], 600) if lines else "")
     _, fam, groups, m = best
-    return _explained(fam, groups, _line_around(text, m), text)
-
-
-def _line_around(text: str, m: re.Match) -> str:
-    start = text.rfind("\n", 0, m.start()) + 1
-    end = text.find("\n", m.end())
-    return shorten(text[start:end if end >= 0 else len(text)].strip(), 600)
+    end = text.find("\n", m.end())   # the line the match is on
+    line = text[text.rfind("\n", 0, m.start()) + 1:end if end >= 0 else len(text)].strip()
+    return _explained(fam, groups, shorten(line, 600), text)
 
 
 def _explained(fam: Family, g: dict, line: str, text: str) -> Explanation:

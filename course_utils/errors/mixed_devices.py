@@ -69,8 +69,7 @@ MIXED_DEVICES: tuple[Family, ...] = (
                  "the same format as above (libtorch_cpu.so 2.7)"),
          Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
                  "(when checking argument for argument mat1 in method wrapper_addmm)",
-                 "late 1.x, after the misspelling was fixed in July 2021 (learner reports from 2022; no "
-                 "build checked)",
+                 "late 1.x, after the misspelling was fixed in July 2021 (learner reports from 2022; no build checked)",
                  "adaption.cpp with \"argument for argument\"; kernel names without the CUDA_ part"),
          Wording("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
                  "(when checking arugment for argument mat1 in method wrapper_addmm)",

@@ -94,8 +94,7 @@ class Family:
     this family (a dtype look-alike); the optional ``tailor`` fits the cause and the fix to what one message says (the
     devices, the argument, the type...): it gets a :class:`Reading` with the family's text and returns it changed.
     ``device_problem`` is False for the few errors the course teaches next to device problems (a forgotten
-    ``super().__init__()``, a checkpoint ``torch.load`` refuses...).
-    """
+    ``super().__init__()``, a checkpoint ``torch.load`` refuses...)."""
 
     key: str
     title: str

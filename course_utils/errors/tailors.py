@@ -115,11 +115,10 @@ def _no_model_in_sight(r: Reading) -> bool:
 
 def _fix_in_sight(r: Reading) -> str:
     """The family's fix, or the fix for plain tensors when no model is in sight."""
-    if not _no_model_in_sight(r):
-        return r.fix
-    return ("Put the tensors of the failing line on one device: move the one that is elsewhere with "
-            "`t = t.to(device)` (`Tensor.to` returns a new tensor: keep the result), or create it there with "
-            "`device=`. To see which is where, print each one's `.device`.")
+    return r.fix if not _no_model_in_sight(r) else (
+        "Put the tensors of the failing line on one device: move the one that is elsewhere with `t = t.to(device)` "
+        "(`Tensor.to` returns a new tensor: keep the result), or create it there with `device=`. To see which is "
+        "where, print each one's `.device`.")
 
 
 def tailor_data_parallel(r: Reading) -> Reading:
@@ -154,23 +153,21 @@ def tailor_no_to(r: Reading) -> Reading:
 
 def tailor_no_device(r: Reading) -> Reading:
     kind = r.groups.get("type", "")
-    if kind not in _CONTAINERS + ("numpy.ndarray",):
-        return r
-    return replace(r, cause=f"A `{kind}` has no `.device`: only tensors (and parameters and buffers) have one.",
-                   fix="Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
-                       "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
+    return r if kind not in _CONTAINERS + ("numpy.ndarray",) else replace(
+        r, cause=f"A `{kind}` has no `.device`: only tensors (and parameters and buffers) have one.",
+        fix="Look at the tensors inside: `{k: v.device for k, v in batch.items()}` for a dict, "
+            "`[t.device for t in batch]` for a list. A NumPy array always lives on the CPU.")
 
 
 def tailor_no_cuda(r: Reading) -> Reading:
     """A driver older than the CUDA the build needs: a GPU and a driver are there, the versions disagree."""
-    if "driver on your system is too old" not in r.line:
-        return r
-    return replace(r, cause="This PyTorch was built with a newer CUDA than your NVIDIA driver supports (the version "
-                            "in brackets is the newest CUDA the driver knows, 12080 = 12.8; `nvidia-smi` shows it as "
-                            "\"CUDA Version\"). The GPU is there, but `torch.cuda.is_available()` is False.",
-                   fix="Compare `nvidia-smi`'s \"CUDA Version\" with `torch.version.cuda`. Then either update the "
-                       "NVIDIA driver, or install a PyTorch built for an older CUDA (pytorch.org's selector, e.g. "
-                       "the cu126 index) that your driver supports.")
+    return r if "driver on your system is too old" not in r.line else replace(
+        r, cause="This PyTorch was built with a newer CUDA than your NVIDIA driver supports (the version in brackets "
+                 "is the newest CUDA the driver knows, 12080 = 12.8; `nvidia-smi` shows it as \"CUDA Version\"). The "
+                 "GPU is there, but `torch.cuda.is_available()` is False.",
+        fix="Compare `nvidia-smi`'s \"CUDA Version\" with `torch.version.cuda`. Then either update the NVIDIA driver, "
+            "or install a PyTorch built for an older CUDA (pytorch.org's selector, e.g. the cu126 index) that your "
+            "driver supports.")
 
 
 def tailor_lengths(r: Reading) -> Reading:
@@ -178,19 +175,15 @@ def tailor_lengths(r: Reading) -> Reading:
 
 
 def tailor_map_location(r: Reading) -> Reading:
-    if "device_count()" not in r.line:
-        return r
-    return replace(r, cause="`torch.save` records each tensor's device, and `torch.load` puts tensors back there. "
-                            "This checkpoint was saved on a GPU index this machine does not have.",
-                   fix="Say where the tensors should go: `torch.load(path, map_location=\"cuda:0\")` (or "
-                       "`map_location=device`).")
+    return r if "device_count()" not in r.line else replace(
+        r, cause="`torch.save` records each tensor's device, and `torch.load` puts tensors back there. This "
+                 "checkpoint was saved on a GPU index this machine does not have.",
+        fix="Say where the tensors should go: `torch.load(path, map_location=\"cuda:0\")` (or `map_location=device`).")
 
 
 def tailor_mps_op(r: Reading) -> Reading:
-    if not r.op:
-        return r
     return replace(r, cause=f"`{r.op}` is not implemented for MPS in your PyTorch. Apple's MPS backend does not have "
-                            "every operator yet.")
+                            "every operator yet.") if r.op else r
 
 
 def tailor_module_prefix(r: Reading) -> Reading:
@@ -232,13 +225,11 @@ def tailor_generator(r: Reading) -> Reading:
 
 
 def tailor_meta_data(r: Reading) -> Reading:
-    if not _from_dataloader(r.text):
-        return r
-    return replace(r, cause="A shuffling `DataLoader` drew its random seed on `meta`, where tensors have no values: "
-                            "`torch.set_default_device(\"meta\")` (or a `with torch.device(\"meta\")` block) is in "
-                            "effect.",
-                   fix="Reset the default device before making and iterating the DataLoader: "
-                       "`torch.set_default_device(None)`, and create tensors on a device with `device=` instead.")
+    return r if not _from_dataloader(r.text) else replace(
+        r, cause="A shuffling `DataLoader` drew its random seed on `meta`, where tensors have no values: "
+                 "`torch.set_default_device(\"meta\")` (or a `with torch.device(\"meta\")` block) is in effect.",
+        fix="Reset the default device before making and iterating the DataLoader: `torch.set_default_device(None)`, "
+            "and create tensors on a device with `device=` instead.")
 
 
 def tailor_op_devices(r: Reading) -> Reading:
@@ -361,8 +352,7 @@ def _devices_detail(arg: str, op: str, a: str, b: str, fix: str, ordered: bool) 
     """(what the message says, the fix for that direction) for a device mismatch.
 
     ``a`` is the device of the tensor the message singles out (``arg``), ``b`` the device of the others;
-    either may be ``""`` when the message does not name it.
-    """
+    either may be ``""`` when the message does not name it."""
     base = _op_base(op)
     where = f" in `{base}`" if base else ""   # the operation, not its kernel's name (wrapper_CUDA_addmm)
     B = b or "a GPU"

@@ -8,18 +8,21 @@ CPU tensors (or ``simgpu:0`` with ``simgpu:1``) raises what a CUDA build of the 
 operation (:mod:`course_utils.gpusim.rules`), with ``simgpu:0`` where the GPU says ``cuda:0``.
 
 What it simulates: two devices (``simgpu:0`` and ``simgpu:1``), the values, the device rules and their errors,
-``torch.accelerator``'s answers. What it does not: speed (its work is the CPU's, plus a little bookkeeping: the
-course times the host tensors instead), memory limits, asynchronous execution, pinned memory, and CUDA's own API
-(``.cuda()``, ``torch.cuda.*``, ``CUDA_VISIBLE_DEVICES``). Autograd runs on ``simgpu:0`` only: PyTorch's engine keeps
-one queue for a Python backend. Random generators of its own (``torch.Generator(device="simgpu")``) do not exist:
-it draws with the CPU's generator, and takes a CPU generator where a GPU would refuse one. ``torch.autocast`` casts
-what CUDA's autocast casts among the operations a course model uses (matrix products and convolutions to the lower
-precision; softmax, losses and reductions to float32), not its whole list.
+``torch.accelerator``'s answers and current device (but ``torch.tensor(..., device="simgpu")`` takes ``simgpu:0``),
+the CUDA-only kernels ``nn.LSTM`` and ``nn.GRU`` call; time, on a modeled GPU's clock (:mod:`.clock`: its work is
+the CPU's, so a stopwatch would time the CPU). What it does not: memory (its questions raise a ``RuntimeError`` that
+says so), asynchronous execution, pinned memory, and CUDA's own API (``.cuda()``, ``torch.cuda.*``,
+``CUDA_VISIBLE_DEVICES``). Autograd runs on ``simgpu:0`` only: PyTorch's engine keeps one queue for a Python backend.
+Random generators of its own (``torch.Generator(device="simgpu")``) do not exist: it draws with the CPU's generator,
+and takes a CPU generator where a GPU would refuse one. ``torch.autocast`` casts what CUDA's autocast casts among the
+operations a course model uses (matrix products, convolutions, recurrent cells, attention to the lower precision;
+softmax, losses, norms and reductions to float32), and refuses what it refuses, not its whole list.
 
-What PyTorch cannot do for a Python backend, :func:`enable` supplies by wrapping three functions: ``torch.load``
-(``map_location="simgpu"``), ``Tensor.pin_memory`` (an ordinary copy: no pinned memory), ``torch.accelerator.
-synchronize`` (nothing to wait for). ``Module.to`` keeps each parameter's identity on the way to the simulated GPU,
-as on a GPU; on the way back to the CPU PyTorch gives the module new parameters (a GPU would keep them).
+What PyTorch cannot do for a Python backend, :func:`enable` supplies by wrapping functions: ``torch.load`` (a
+``map_location`` that names it: a string, a dict, a function), ``Tensor.to`` (``"simgpu"`` is the current device),
+``Tensor.pin_memory`` (an ordinary copy: no pinned memory), ``torch.accelerator``'s ``synchronize``, device switches
+and memory questions. ``Module.to`` keeps each parameter's identity on the way to the simulated GPU, as on a GPU; on
+the way back to the CPU PyTorch gives the module new parameters (a GPU would keep them).
 
 Registration is once per process and cannot be undone: with it, ``torch.accelerator.is_available()`` is True and
 ``current_accelerator()`` is ``simgpu``, so device-agnostic code picks it, as it would pick a GPU.
@@ -30,10 +33,12 @@ import contextlib
 from typing import Any, Iterator
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_map
 
 from ..device import SIMULATED
-from .rules import Refusal, elementwise_message, judge, op_key, scalar_type
+from . import clock
+from .kernels import KERNELS
+from .rules import AUTOCAST, AUTOCAST_REFUSED, Refusal, elementwise_message, judge, op_key, scalar_type
 
 #: The device type's name: nobody mistakes it for hardware.
 NAME = SIMULATED
@@ -46,8 +51,9 @@ NOTE = (f"(This error comes from the course's simulated GPU: the message is the 
 _STATE = {"enabled": False, "libraries": []}
 _current = 0          # the current simulated device (torch.simgpu.set_device, torch.simgpu.device(i))
 _note_pending = True
+_moving: dict[int, int] = {}   # torch.load's storages for the simulated GPU (:func:`_restore`): id -> device index
 #: Globals this module rebinds in normal use (the grader's tamper check allows it).
-REBOUND = ("_current", "_note_pending")
+REBOUND = ("_current", "_note_pending", "_moving")
 
 #: Whether :func:`wanted` may say yes in this process (a test suite's own process sets it False: the registration
 #: could not be undone for the tests after it).
@@ -98,7 +104,7 @@ def host(value: Any) -> Any:
 def _index(device: Any) -> int:
     if device is None:
         return _current
-    device = torch.device(device)
+    device = torch.device(NAME, device) if isinstance(device, int) else torch.device(device)
     index = _current if device.index is None else device.index
     if not 0 <= index < COUNT:
         raise RuntimeError(f"{NAME}:{index} does not exist: the simulated GPU has {COUNT} devices, "
@@ -136,8 +142,7 @@ class SimTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        return _dispatch(func, args, kwargs)
+        return _dispatch(func, args, kwargs or {})
 
     # What Python asks of a tensor and a wrapper subclass answers badly on its own.
     def __repr__(self, *, tensor_contents: Any = None) -> str:
@@ -155,6 +160,7 @@ class SimTensor(torch.Tensor):
         return self.item().__format__(spec) if self.dim() == 0 else object.__format__(self, spec)
 
     def tolist(self) -> Any:
+        clock.clock().to_host(self.elem.nbytes)
         return self.elem.tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
@@ -173,10 +179,29 @@ class SimTensor(torch.Tensor):
         return SimTensor(inner["elem"], index)
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        # PyTorch's own rebuild for device tensors kept as CPU tensors (allowed by torch.load's weights_only mode);
-        # torch.load's map_location decides where they come back.
-        return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
-                (self.elem, self.dtype, str(self.device), self.requires_grad))
+        # As a GPU's: its storage, once for the tensors sharing it, tagged ``simgpu:0`` (for the tagger enable() adds).
+        storage = torch.TypedStorage(wrap_storage=self.elem.untyped_storage(), dtype=self.dtype, _internal=True)
+        storage._untyped_storage.simgpu_location = str(self.device)
+        return torch._utils._rebuild_tensor_v2, (storage, self.storage_offset(), self.size(), self.stride(),
+                                                 self.requires_grad, {})
+
+
+def _leaves(value: Any, out: list) -> list:
+    """The leaves of the lists, tuples and dicts an ATen operation takes and gives (PyTorch's pytree, slower)."""
+    if type(value) in (list, tuple) or type(value) is dict:
+        for item in value.values() if type(value) is dict else value:
+            _leaves(item, out)
+    else:
+        out.append(value)
+    return out
+
+
+def _mapped(fn: Any, value: Any) -> Any:
+    """``value`` with ``fn`` applied to each leaf (:func:`_leaves`)."""
+    kind = type(value)
+    if kind in (list, tuple):
+        return kind(_mapped(fn, item) for item in value)
+    return {key: _mapped(fn, item) for key, item in value.items()} if kind is dict else fn(value)
 
 
 def _on_device(t: torch.Tensor) -> bool:
@@ -186,7 +211,7 @@ def _on_device(t: torch.Tensor) -> bool:
 def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     """Run one ATen operation that has a simulated tensor among its arguments: check the devices as CUDA does,
     run it on the CPU tensors behind them, and put the results on the device the GPU would."""
-    flat, _ = tree_flatten((args, kwargs))
+    flat = _leaves((args, kwargs), [])
     if op_key(func) == "_pack_padded_sequence":
         return _pack(func, args, kwargs)
     found = {t.device for t in flat if isinstance(t, torch.Tensor)}
@@ -203,7 +228,7 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
             return x.elem
         return x
 
-    cpu_args, cpu_kwargs = tree_map(unwrap, args), tree_map(unwrap, kwargs)
+    cpu_args, cpu_kwargs = _mapped(unwrap, args), _mapped(unwrap, kwargs)
     target = sim.index
     if isinstance(cpu_kwargs.get("device"), torch.device) and cpu_kwargs["device"].type == NAME:
         target = _index(cpu_kwargs["device"])
@@ -211,15 +236,23 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     elif "device" in cpu_kwargs and cpu_kwargs["device"] is not None:
         target = None   # made on the device it names (the CPU, meta)
     cpu_kwargs.pop("pin_memory", None)
-    out = func(*cpu_args, **cpu_kwargs)
+    out = KERNELS.get(op_key(func), func)(*cpu_args, **cpu_kwargs)
+    tensors = [x for x in _leaves((cpu_args, cpu_kwargs), []) if isinstance(x, torch.Tensor)]
+    _timed(func, args, kwargs, tensors, out)
 
-    def wrap(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor) or target is None or x.device.type != "cpu":
+    def wrap(x: Any) -> Any:   # a CPU tensor given stays one (in place on the CPU: fill_ with a 0-dim value)
+        if not isinstance(x, torch.Tensor) or target is None or x.device.type != "cpu" or any(x is t for t in flat):
             return x
         original = originals.get(id(x))
-        return original if original is not None else SimTensor(x, target)   # in place and out=: the same tensor
+        if original is None:
+            return SimTensor(x, target)
+        if (original.shape, original.stride(), original.storage_offset()) != (x.shape, x.stride(), x.storage_offset()):
+            meta = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)   # set_'s meta kernel: a wrapper holds no data
+            torch.ops.aten.set_.source_Storage_storage_offset.redispatch(meta, original, original.untyped_storage(),
+                                                                         x.storage_offset(), x.shape, x.stride())
+        return original   # in place and out=: the same tensor, resized as its values were (arange, unsqueeze_)
 
-    return tree_map(wrap, out)
+    return _mapped(wrap, out)
 
 
 def _pack(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -237,12 +270,39 @@ def _to_copy(source: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     """``.to(...)`` and friends: onto or off the simulated GPU, or between its devices."""
     device = kwargs.pop("device", None)
     kwargs.pop("pin_memory", None)
+    non_blocking = kwargs.get("non_blocking", False)
     elem = source.elem if isinstance(source, SimTensor) else source
     if device is not None and torch.device(device).type != NAME:
+        clock.clock().to_host(elem.nbytes)
         return torch.ops.aten._to_copy.default(elem, device=device, **kwargs)
     index = source.device.index if device is None else _index(device)
     out = torch.ops.aten._to_copy.default(elem, **kwargs)
+    _timed_copy(source, elem.nbytes + out.nbytes, non_blocking)
     return SimTensor(out if out is not elem else out.clone(), index)
+
+
+def _timed(func: Any, args: tuple, kwargs: dict, tensors: list[torch.Tensor], out: Any) -> None:
+    """An operation's time on the modeled clock: a value read waits for the device, a copy between the host and
+    the device crosses the link, anything else is a kernel (:meth:`.clock.Clock.operation`)."""
+    key, timer = op_key(func), clock.clock()
+    if key == "_local_scalar_dense":
+        timer.to_host(tensors[0].element_size())
+    elif key == "copy_" and _on_device(args[0]) != _on_device(args[1]):
+        if _on_device(args[0]):
+            _timed_copy(args[1], 2 * args[1].nbytes, bool(args[2:3] and args[2]) or bool(kwargs.get("non_blocking")))
+        else:
+            timer.to_host(args[1].nbytes)
+    else:
+        timer.operation(key, func.is_view, tensors, [x for x in _leaves(out, []) if isinstance(x, torch.Tensor)])
+
+
+def _timed_copy(source: torch.Tensor, nbytes: int, non_blocking: bool) -> None:
+    """The modeled time of a copy onto the simulated GPU: over the host link from the CPU, a kernel on the device
+    from the device (``nbytes``: read and written)."""
+    if isinstance(source, SimTensor):
+        clock.clock().kernel("copy", 0.0, nbytes)
+    else:
+        clock.clock().to_device(source.nbytes, source, non_blocking)
 
 
 def _check(func: Any, args: tuple, kwargs: dict) -> None:
@@ -251,7 +311,7 @@ def _check(func: Any, args: tuple, kwargs: dict) -> None:
     try:
         refused = judge(func, args, kwargs, _on_device)
     except LookupError:
-        flat, _ = tree_flatten((args, kwargs))
+        flat = _leaves((args, kwargs), [])
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
         common = next((t.device for t in tensors if _on_device(t)), None)
         odd = next((t.device for t in tensors if t.device != common and not (t.dim() == 0 and not _on_device(t))), None)
@@ -275,47 +335,21 @@ def _raise(refused: Refusal) -> None:
 class _Module:
     """``torch.simgpu``: what PyTorch and device-agnostic code ask of a device module."""
 
-    @staticmethod
-    def is_available() -> bool:
-        return True
-
-    @staticmethod
-    def is_initialized() -> bool:
-        return True
-
-    @staticmethod
-    def _is_in_bad_fork() -> bool:
-        return False
-
-    @staticmethod
-    def device_count() -> int:
-        return COUNT
-
-    @staticmethod
-    def current_device() -> int:
-        return _current
+    is_available = is_initialized = staticmethod(lambda: True)
+    _is_in_bad_fork = staticmethod(lambda: False)
+    device_count = staticmethod(lambda: COUNT)
+    current_device = staticmethod(lambda: _current)
 
     @staticmethod
     def set_device(device: Any) -> None:
-        global _current
-        _current = _index(device if not isinstance(device, int) else torch.device(NAME, device))
+        _exchange(_index(device))
 
-    class device:  # noqa: N801  (as torch.cuda.device: a context that makes a device current)
-        def __init__(self, device: Any) -> None:
-            self.index = _index(device if not isinstance(device, int) else torch.device(NAME, device))
-
-        def __enter__(self) -> None:
-            global _current
-            self.previous, _current = _current, self.index
-
-        def __exit__(self, *exc: Any) -> bool:
-            global _current
-            _current = self.previous
-            return False
+    device = staticmethod(lambda device: current(device))   # as torch.cuda.device(i): a block on device i
 
     @staticmethod
     def synchronize(device: Any = None) -> None:
-        """Nothing to wait for: the simulated GPU's work is done by the time a call returns."""
+        """Wait, on the modeled clock, until the device has finished its queue (:mod:`.clock`)."""
+        clock.clock().wait()
 
     @staticmethod
     def manual_seed(seed: int) -> None:
@@ -331,50 +365,59 @@ class _Module:
     def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
         torch.set_rng_state(state)
 
-    @staticmethod
-    def get_amp_supported_dtype() -> list[torch.dtype]:
-        return [torch.float16, torch.bfloat16]
-
-    @staticmethod
-    def is_bf16_supported(including_emulation: bool = True) -> bool:
-        return True
+    get_amp_supported_dtype = staticmethod(lambda: [torch.float16, torch.bfloat16])
+    is_bf16_supported = staticmethod(lambda including_emulation=True: True)
 
 
-def _empty(size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
-           memory_format: Any = None) -> SimTensor:
-    elem = torch.empty(size, dtype=dtype, layout=layout, memory_format=memory_format or torch.contiguous_format)
-    return SimTensor(elem, _index(device))
+def _exchange(index: int) -> int:
+    """Make ``simgpu:index`` current (not if negative), return the one before: ``torch.accelerator``'s device switch."""
+    global _current
+    previous = _current
+    if index >= 0:
+        _current = _index(index)
+    return previous
 
 
-def _empty_strided(size: Any, stride: Any, dtype: Any = None, layout: Any = None, device: Any = None,
-                   pin_memory: Any = None) -> SimTensor:
-    return SimTensor(torch.empty_strided(size, stride, dtype=dtype, layout=layout), _index(device))
+MEMORY = ("memory_stats memory_allocated max_memory_allocated memory_reserved max_memory_reserved get_memory_info "
+          "reset_accumulated_memory_stats reset_peak_memory_stats").split()
+
+
+def _no_memory(name: str) -> None:
+    """The answer to ``torch.accelerator``'s and ``torch.simgpu``'s :data:`MEMORY` questions (PyTorch's: an assert)."""
+    raise RuntimeError(f"{name}() has no answer on the course's simulated GPU: it does not model memory. Count the "
+                       "bytes your tensors hold instead: t.nbytes, or sum(p.nbytes for p in model.parameters()).")
+
+
+def _factory(op: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """A factory given ``device="simgpu"`` (``torch.empty``, ``tril_indices``...): made on the CPU, then put there."""
+    index = _index(kwargs.pop("device"))
+    return tree_map(lambda x: SimTensor(x, index) if isinstance(x, torch.Tensor) else x, op(*args, **kwargs))
 
 
 def _copy_from(source: torch.Tensor, destination: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     values = source.elem if isinstance(source, SimTensor) else source
+    if isinstance(destination, SimTensor):
+        _timed_copy(source, 2 * values.nbytes, non_blocking)
+    else:
+        clock.clock().to_host(values.nbytes)
     (destination.elem if isinstance(destination, SimTensor) else destination).copy_(values)
     return destination
 
 
 def _restore(storage: Any, location: str) -> Any:
-    """``torch.load``: storages saved from the simulated GPU come back as CPU storages (the tensors that use them are
-    rebuilt on the simulated GPU by ``SimTensor.__reduce_ex__``'s rebuild)."""
-    return storage if location == NAME or location.startswith(NAME + ":") else None
+    """``torch.load``: a storage restored to ``simgpu:N`` stays a CPU one, noted for :func:`_load` to put there."""
+    if location == NAME or location.startswith(NAME + ":"):
+        _moving[storage._cdata] = _index(location)
+        return storage
+    return None
 
 
-#: ``torch.autocast(device_type="simgpu")``: the operations CUDA's autocast runs in the lower precision (True) or in
-#: float32 (False), from ``autocast_mode.cpp``'s lists (the ones a course model meets).
-AUTOCAST = {**dict.fromkeys(["mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "mv", "addmv",
-                             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "prelu"], True),
-            **dict.fromkeys(["softmax", "log_softmax", "mse_loss", "nll_loss", "layer_norm", "group_norm", "exp",
-                             "log", "pow", "sum", "prod", "cumsum"], False)}
-
-
-def _autocast_kernel(func: Any, to_lower: bool) -> Any:
+def _autocast_kernel(func: Any, to_lower: Any) -> Any:
     """The kernel of ``func`` for the simulated GPU's autocast key: cast its floating-point tensors on the simulated
-    GPU to the autocast dtype (or to float32), then run it with autocast off, as CUDA's autocast wrappers do."""
+    GPU to the autocast dtype (or float32), then run it with autocast off, as CUDA's wrappers do (None: refuse it)."""
     def kernel(*args: Any, **kwargs: Any) -> Any:
+        if to_lower is None:
+            raise RuntimeError(AUTOCAST_REFUSED)
         dtype = torch.get_autocast_dtype(NAME) if to_lower else torch.float32
 
         def cast(x: Any) -> Any:
@@ -402,39 +445,57 @@ def _pin_memory(pin: Any) -> Any:
         except NotImplementedError as error:
             if "PinnedMemoryAllocator" not in str(error):
                 raise
-            return self.clone()
+            copy = self.clone()
+            clock.clock().pin(copy)   # the modeled clock copies it as pinned memory
+            return copy
 
     pin_memory.__doc__ = pin.__doc__
     return pin_memory
 
 
+def _to(to: Any) -> Any:
+    """``Tensor.to``: ``"simgpu"`` is the current device, as ``"cuda"`` is (PyTorch's guard for it always says 0)."""
+    def to_current(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if _current:   # another device was made current: "simgpu" goes there, not to simgpu:0
+            args, kwargs = tree_map(lambda d: torch.device(NAME, _current) if isinstance(d, (str, torch.device))
+                                    and torch.device(d) == torch.device(NAME) else d, (args, kwargs))
+        return to(self, *args, **kwargs)
+
+    to_current.__doc__ = to.__doc__
+    return to_current
+
+
 def _load(load: Any) -> Any:
-    """``torch.load`` with the simulated GPU registered: ``map_location="simgpu"`` (or ``simgpu:1``, or the
-    ``torch.device``) puts every tensor of the checkpoint there, as a GPU's ``map_location`` does. PyTorch alone would
-    leave a checkpoint of CPU tensors on the CPU (a Python device has no storages of its own)."""
+    """``torch.load``: tensors whose storages ``map_location`` (``"simgpu:1"``, ``{"cuda:0": "simgpu:0"}``, a function)
+    or their saved place puts on the simulated GPU come back there, sharing storages as saved (PyTorch: on the CPU)."""
 
     def load_to(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
-        target = None
-        with contextlib.suppress(RuntimeError, TypeError):
-            if isinstance(map_location, (str, torch.device)) and torch.device(map_location).type == NAME:
-                target = torch.device(NAME, _index(map_location))
-        if target is None:
-            return load(f, map_location, *args, **kwargs)
-        loaded = load(f, "cpu", *args, **kwargs)
-        return tree_map(lambda x: x.to(target) if isinstance(x, (torch.Tensor, torch.nn.Module)) else x, loaded)
+        global _moving
+        moving = _moving = {}
+        loaded = load(f, map_location, *args, **kwargs)
+
+        def place(x: Any) -> Any:   # the loaded CPU tensor holds the simulated one's values: views stay views
+            tensors = list(x.state_dict().values()) if isinstance(x, torch.nn.Module) else [x]
+            index = next((moving[key] for t in tensors if isinstance(t, torch.Tensor)
+                          and (key := t.untyped_storage()._cdata) in moving), None)
+            if index is None or isinstance(x, torch.nn.Module):
+                return x if index is None else x.to(torch.device(NAME, index))
+            return SimTensor(x.detach(), index).requires_grad_(x.requires_grad)
+
+        return tree_map(place, loaded) if moving else loaded
 
     load_to.__doc__ = load.__doc__
     return load_to
 
 
 def _synchronize(synchronize: Any) -> Any:
-    """``torch.accelerator.synchronize`` with the simulated GPU registered: nothing to wait for on it (its work is
-    done when a call returns); PyTorch alone would say its Python backend cannot synchronise."""
+    """``torch.accelerator.synchronize`` with the simulated GPU registered: its values are ready when a call returns,
+    and its modeled clock waits for the modeled GPU; PyTorch alone would say a Python backend cannot synchronise."""
 
     def wait(device: Any = None) -> None:
         target = device if device is not None else torch.accelerator.current_accelerator()
         if isinstance(target, int) or torch.device(target).type == NAME:
-            return None
+            return clock.clock().wait()
         return synchronize(device)
 
     wait.__doc__ = synchronize.__doc__
@@ -458,9 +519,10 @@ def enable() -> torch.device:
                                "cannot be registered.")
     registration._setup_privateuseone_for_python_backend(NAME, backend_module=_Module())
     aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901  (kernels for the renamed PrivateUse1 key)
-    aten.impl("empty.memory_format", _empty, "PrivateUse1")
-    aten.impl("empty_strided", _empty_strided, "PrivateUse1")
     aten.impl("_copy_from", _copy_from, "PrivateUse1")
+    for op in (torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default,
+               torch.ops.aten.tril_indices.default, torch.ops.aten.triu_indices.default):
+        aten.impl(op, lambda *args, op=op, **kwargs: _factory(op, *args, **kwargs), "PrivateUse1")
     every = torch.library.Library("_", "IMPL")  # noqa: TOR901
     every.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")   # autocast: most ops run as they are
     for name, to_lower in AUTOCAST.items():
@@ -469,19 +531,45 @@ def enable() -> torch.device:
             aten.impl(f"{name}.{overload}" if overload != "default" else name,
                       _autocast_kernel(getattr(packet, overload), to_lower), "AutocastPrivateUse1")
     _STATE["libraries"] = [aten, every]
-    torch.serialization.register_package(1, lambda storage: None, _restore)
+    torch.serialization.register_package(1, lambda storage: getattr(storage, "simgpu_location", None), _restore)
     torch.Tensor.pin_memory = _pin_memory(torch.Tensor.pin_memory)
     torch.load = _load(torch.load)
+    torch.Tensor.to = _to(torch.Tensor.to)
     torch.accelerator.synchronize = _synchronize(torch.accelerator.synchronize)
+    for name in ("_accelerator_setDeviceIndex", "_accelerator_exchangeDevice", "_accelerator_maybeExchangeDevice"):
+        setattr(torch._C, name, _exchange)
+    torch._C._accelerator_getDeviceIndex = _Module.current_device
+    for name in MEMORY:
+        for module in (torch.accelerator, _Module):
+            setattr(module, name, lambda *args, _name=name, **kwargs: _no_memory(_name))
+    torch.accelerator.empty_cache = torch.accelerator.empty_host_cache = _Module.empty_cache = lambda *args: None
     _STATE["enabled"] = True
+    _keep_freed_buffers()
     return torch.device(NAME, 0)
 
 
+def _keep_freed_buffers() -> None:
+    """Let glibc's malloc keep freed buffers of up to 256 MiB for reuse, as a GPU's caching allocator keeps its
+    blocks: the simulated GPU makes and frees a buffer per operation, and returning each to the system (then faulting
+    its pages in again) costs more than the operation itself. Nothing happens where malloc is not glibc's."""
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        if libc.gnu_get_libc_version:
+            libc.mallopt(-3, 256 << 20)   # M_MMAP_THRESHOLD: larger blocks only from mmap
+            libc.mallopt(-1, 512 << 20)   # M_TRIM_THRESHOLD: keep up to this much free at the heap's top
+
+
 @contextlib.contextmanager
-def current(index: int) -> Iterator[None]:
+def current(index: Any) -> Iterator[None]:
     """Make ``simgpu:index`` the current simulated device inside the block (as ``torch.cuda.device(index)``)."""
-    with _Module.device(index):
+    previous = _exchange(_index(index))
+    try:
         yield
+    finally:
+        _exchange(previous)
 
 
 __all__ = ["NAME", "COUNT", "available", "enable", "is_enabled", "is_simulated", "host", "SimTensor", "current"]

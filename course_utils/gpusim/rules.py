@@ -36,11 +36,12 @@ COMPOSITE: dict[str, tuple[str, Callable[[tuple], list[tuple[str, Any]]]]] = {
     "mv": ("wrapper_CUDA_addmv_", lambda a: [("self", a[1]), ("mat", a[0]), ("vec", a[1])]),
 }
 #: Operations that take a CPU tensor next to GPU ones by design (their GPU kernels read it on the host), and copies
-#: between devices: run as they are. ``_pack_padded_sequence`` wants its ``lengths`` on the CPU.
+#: between devices: run as they are. ``_pack_padded_sequence`` wants its ``lengths`` on the CPU; ``fill_`` reads its
+#: 0-dim value as a number wherever it is (``Fill.cpp``).
 HOST_ARGUMENTS = frozenset({"_pack_padded_sequence", "copy_", "_to_copy", "_copy_from", "_copy_from_and_resize",
                             "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "set_.source_Tensor",
                             "set_.source_Storage", "set_.source_Storage_storage_offset", "is_same_size",
-                            "_has_compatible_shallow_copy_type", "alias"})
+                            "_has_compatible_shallow_copy_type", "alias", "fill_.Tensor", "fill.Tensor"})
 #: Element-wise operations that run on TensorIterator's device check without being marked so in the data.
 ELEMENTWISE = frozenset({"mse_loss", "smooth_l1_loss"})
 #: Convolution backends chosen for a CPU input that call a kernel checking each argument.
@@ -63,6 +64,20 @@ OWN_CPU_SCALAR_CHECKS = {"addcmul": {
                "However, CPU Scalar support for tensor2 is supported, please swap your tensor1 and tensor2 terms."}}
 #: TensorIterator's refusal of a second CPU scalar where it lets one in.
 TOO_MANY_CPU_SCALARS = "Trying to pass too many CPU scalars to non-CPU kernel!"
+#: ``torch.autocast``: the operations CUDA's autocast runs in the lower precision (True) or in float32 (False), from
+#: ``autocast_mode.h``'s lists (the ones a course model meets), and the one it refuses (None), in PyTorch's words.
+AUTOCAST = {**dict.fromkeys(["mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "einsum", "linear", "mv", "addmv",
+                             "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose2d", "prelu",
+                             "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "scaled_dot_product_attention"], True),
+            **dict.fromkeys(["softmax", "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "nll_loss", "kl_div",
+                             "binary_cross_entropy_with_logits", "cosine_similarity", "layer_norm", "rms_norm",
+                             "group_norm", "exp", "log", "pow", "sum", "prod", "cumsum", "logsumexp"], False),
+            "binary_cross_entropy": None}
+AUTOCAST_REFUSED = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\nMany "
+                    "models use a sigmoid layer right before the binary cross entropy layer.\nIn this case, combine "
+                    "the two layers using torch.nn.functional.binary_cross_entropy_with_logits\nor "
+                    "torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to "
+                    "autocast.")
 
 
 class Refusal(NamedTuple):

@@ -1,6 +1,7 @@
 """Lesson 02 - CPU vs GPU: picking a device, counting FLOPs, timing asynchronous work correctly."""
 from __future__ import annotations
 
+import traceback
 from typing import Any, Callable
 
 import torch
@@ -34,38 +35,28 @@ def _picked(fn: Callable, where: str) -> Any:
         if isinstance(e.error, SystemExit):
             raise
         message = safe_repr(str(e.error), 200)
-        text = f"{type(e.error).__name__}: {message}"
-        if "nvidia driver" in message.lower() and _raised_in_accelerator_api(e.error):
-            code = NOT_CHECKED    # a CUDA build without a GPU: torch.accelerator.current_device_index() and co.
-            why = ("That call needs an accelerator. Ask `torch.accelerator.is_available()` first and "
-                   "fall back to `torch.device(\"cpu\")`.")
-        elif "not compiled with cuda" in message.lower() or "nvidia driver" in message.lower():
-            code = HARD_CODED
-            why = ("This is what hard-coding `\"cuda\"` does on a machine without CUDA. Ask "
-                   "`torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`.")
+        low = message.lower()
+        ask = "`torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`."
+        if "nvidia driver" in low and _raised_in_accelerator_api(e.error):
+            # a CUDA build without a GPU: torch.accelerator.current_device_index() and co.
+            code, why = NOT_CHECKED, f"That call needs an accelerator. Ask {ask}"
+        elif "not compiled with cuda" in low or "nvidia driver" in low:
+            code, why = HARD_CODED, f"This is what hard-coding `\"cuda\"` does on a machine without CUDA. Ask {ask}"
         elif "NoneType" in message:
-            code = NOT_CHECKED
-            why = ("`torch.accelerator.current_accelerator()` is None when there is no accelerator: "
-                   "check `torch.accelerator.is_available()` first and fall back to `torch.device(\"cpu\")`.")
-        elif "none is available" in message.lower():
-            code = NOT_CHECKED
-            why = ("That call needs an accelerator. Ask `torch.accelerator.is_available()` first and "
-                   "fall back to `torch.device(\"cpu\")`.")
+            code, why = NOT_CHECKED, ("`torch.accelerator.current_accelerator()` is None when there is no accelerator: "
+                                      f"check {ask}")
+        elif "none is available" in low:
+            code, why = NOT_CHECKED, f"That call needs an accelerator. Ask {ask}"
         else:  # no mistake the check knows: the learner's code raised
-            code = misconceptions.RAISED
-            why = "Read the message and fix the cell; `pick_device()` takes no arguments."
-        raise Wrong(f"{where[0].upper()}{where[1:]}, your function raised {text}\n"
+            code, why = misconceptions.RAISED, "Read the message and fix the cell; `pick_device()` takes no arguments."
+        raise Wrong(f"{where[0].upper()}{where[1:]}, your function raised {type(e.error).__name__}: {message}\n"
                     f"`pick_device()` must never fail there. {why}", code) from None
 
 
 def _raised_in_accelerator_api(error: BaseException) -> bool:
     """Whether ``error`` came out of ``torch.accelerator`` (asked before ``is_available()``), not a CUDA call."""
-    tb = error.__traceback__
-    while tb is not None:
-        if "/torch/accelerator/" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
-            return True
-        tb = tb.tb_next
-    return False
+    return any("/torch/accelerator/" in frame.f_code.co_filename.replace("\\", "/")
+               for frame, _ in traceback.walk_tb(error.__traceback__))
 
 
 def _expect_device(got: Any, where: str) -> torch.device:
@@ -78,9 +69,8 @@ def _expect_device(got: Any, where: str) -> torch.device:
                     "`torch.device(\"cpu\")` (`current_accelerator(check_available=True)` is None there).",
                     NO_CPU_FALLBACK)
     if type(got) is not torch.device:  # its real type: `__class__`, which isinstance asks, can lie
-        raise Wrong(f"{where[0].upper()}{where[1:]}, you returned {safe_repr(got)} "
-                    f"({type(got).__name__}); `pick_device()` should return a `torch.device`.",
-                    misconceptions.WRONG_TYPE)
+        raise Wrong(f"{where[0].upper()}{where[1:]}, you returned {safe_repr(got)} ({type(got).__name__}); "
+                    "`pick_device()` should return a `torch.device`.", misconceptions.WRONG_TYPE)
     return got
 
 
@@ -107,12 +97,6 @@ def _backend_list_feedback(asked: list[tuple[str, str]]) -> str:
             "whichever accelerator this PyTorch was built for, so your code needs no list.")
 
 
-def _hard_coded(got: torch.device, expected: str) -> str:
-    return (f"your function returned `{got}` instead of `{expected}`. It looks hard-coded: "
-            f"hard-coding `\"{got.type}\"` works on one kind of machine and breaks on the others. "
-            "Ask `torch.accelerator` what this machine has.")
-
-
 @grader("02.pick_device", points=2, reference=pick_device, title="Pick the best device", hints=(
     "PyTorch has one device-agnostic module for this question: `torch.accelerator`. It knows CUDA, "
     "MPS, XPU and the other accelerators, so your code does not have to list them.",
@@ -136,7 +120,9 @@ def _grade_pick_device(fn: Callable) -> str:
                           "`torch.accelerator.is_available()` first, or pass `check_available=True`.", NOT_CHECKED)
     elif got.type != real.type:
         if real.type == "cpu":
-            raise Wrong(f"This machine has no accelerator, yet {_hard_coded(got, 'cpu')}", HARD_CODED)
+            raise Wrong(f"This machine has no accelerator, yet your function returned `{got}` instead of `cpu`. It "
+                        f"looks hard-coded: hard-coding `\"{got.type}\"` works on one kind of machine and breaks on "
+                        "the others. Ask `torch.accelerator` what this machine has.", HARD_CODED)
         raise Wrong(f"This machine has a {real.type} accelerator, but your function returned `{got}`. "
                     "Return the accelerator when `torch.accelerator.is_available()` is True.",
                     misconceptions.WRONG_DEVICE)  # hard-coded, CUDA-only or CPU only: this step cannot tell

@@ -46,11 +46,9 @@ class _TinyText(nn.Module):
 def _prepare_cases(gen: torch.Generator) -> list[tuple[str, Callable[[], nn.Module], torch.Tensor]]:
     def mlp() -> nn.Module:
         return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
-    cases = []
-    for n in (int(torch.randint(2, 9, (1,), generator=gen)), 1):
-        cases.append(("a Linear/BatchNorm model", mlp, torch.randn(n, 4, generator=gen)))
-        cases.append(("a token model", _TinyText, torch.randint(0, 20, (n, 5), generator=gen)))
-    return cases
+    return [case for n in (int(torch.randint(2, 9, (1,), generator=gen)), 1)
+            for case in (("a Linear/BatchNorm model", mlp, torch.randn(n, 4, generator=gen)),
+                         ("a token model", _TinyText, torch.randint(0, 20, (n, 5), generator=gen)))]
 
 
 def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
@@ -61,9 +59,8 @@ def _new_model(make: Callable[[], nn.Module]) -> nn.Module:
 
 @grader("03.prepare", points=2, reference=prepare, title="Model and batch, same device", hints=(
     "Two things must end up on `device`: the model and the batch. Only one of them moves in place.",
-    "`Module.to` moves the module itself and returns it. `Tensor.to` returns a tensor on `device` (a new "
-    "one whenever the device or dtype changes) and leaves the old one where it was, so you must keep its "
-    "result.",
+    "`Module.to` moves the module itself and returns it. `Tensor.to` returns a tensor on `device` (a new one whenever "
+    "the device or dtype changes) and leaves the old one where it was, so you must keep its result.",
     "`model = model.to(device)`, `batch = batch.to(device)`, then `return model, batch`.",
 ))
 def _grade_prepare(fn: Callable) -> str:
@@ -128,13 +125,12 @@ def _check_model(m: nn.Module, model: nn.Module, norm: torch.device, context: st
                     "model, and any optimizer built on it, behind.", COPIED_MODEL)
     params = [(n, p) for n, p in model.named_parameters() if not on_target(expect_tensor(p, f"Parameter `{n}`"), norm)]
     buffers = [(n, b) for n, b in model.named_buffers() if not on_target(expect_tensor(b, f"Buffer `{n}`"), norm)]
-    if params and len(params) == len(list(model.parameters())):
-        name, p = params[0]
-        raise Wrong(f"With {context}: your model is still on `{p.device}` (parameter `{name}`). You moved "
-                    "the batch but not the model: call `model.to(device)` (it moves the model in place).",
-                    MODEL_NOT_MOVED)
     if params:
         name, p = params[0]
+        if len(params) == len(list(model.parameters())):
+            raise Wrong(f"With {context}: your model is still on `{p.device}` (parameter `{name}`). You moved the "
+                        "batch but not the model: call `model.to(device)` (it moves the model in place).",
+                        MODEL_NOT_MOVED)
         raise Wrong(f"With {context}: parameter `{name}` is still on `{p.device}`. "
                     "`model.to(device)` moves every parameter and buffer at once.", PARAMS_ONE_BY_ONE)
     if buffers:

@@ -225,21 +225,19 @@ def _check_same_keys(orig: dict, got: dict, path: str) -> None:
 
 def _check_same_object(orig: Any, got: Any, path: str) -> None:
     """Anything that is not a tensor or a container comes back as the same object."""
-    if got is not orig:
-        if isinstance(got, torch.Tensor):
-            raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and you turned it into a tensor. "
-                        "Anything that is not a tensor must come back unchanged, as the same object.", NUMBER_TO_TENSOR)
-        if got is None:
-            raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and you returned None for it. "
-                        "Did your function forget to `return obj` for things that are not tensors or "
-                        "containers?", NO_FALLBACK_RETURN)
-        if type(got) is type(orig):
-            raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and came back as a different "
-                        f"{type(orig).__name__} object (a copy?). Anything that is not a tensor must come "
-                        "back unchanged, as the same object.", CHANGED_NON_TENSOR)
-        raise Wrong(f"`{path}` was {_kind(orig)} ({safe_repr(orig)}) and came back as {safe_repr(got)} "
-                    f"({_kind(got)}). Anything that is not a tensor must come back unchanged, as the same "
-                    "object.", CHANGED_NON_TENSOR)
+    if got is orig:
+        return
+    was = f"`{path}` was {_kind(orig)} ({safe_repr(orig)})"
+    same = "Anything that is not a tensor must come back unchanged, as the same object."
+    if isinstance(got, torch.Tensor):
+        raise Wrong(f"{was} and you turned it into a tensor. {same}", NUMBER_TO_TENSOR)
+    if got is None:
+        raise Wrong(f"{was} and you returned None for it. Did your function forget to `return obj` for things that "
+                    "are not tensors or containers?", NO_FALLBACK_RETURN)
+    if type(got) is type(orig):
+        raise Wrong(f"{was} and came back as a different {type(orig).__name__} object (a copy?). {same}",
+                    CHANGED_NON_TENSOR)
+    raise Wrong(f"{was} and came back as {safe_repr(got)} ({_kind(got)}). {same}", CHANGED_NON_TENSOR)
 
 
 def _to_device_cases(gen: torch.Generator) -> list[Any]:
@@ -302,14 +300,12 @@ def on_target(t: torch.Tensor, target: torch.device) -> bool:
 def _grade_to_device(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(3)
     cases = _to_device_cases(gen)
-    targets = target_devices()
-    checked = 0
+    targets, checked = target_devices(), 0
     for target, norm in targets:
         for case in cases:
             if not all(_device.supports_dtype(norm, t.dtype) for t in _tensors(case)):
                 continue  # MPS has no float64
-            shown = _show(case)
-            snap = _snapshot(case)
+            shown, snap = _show(case), _snapshot(case)
             try:
                 got = call(fn, case, target, context=f"to_device({shown}, {target!r})")
             except Crashed as e:
@@ -355,11 +351,10 @@ def _container_reached_to(fn: Callable, e: Crashed, case: Any, target: Any, show
     except Exception:
         handles_flat = False
     if inside is not None and handles_flat:
-        return Wrong(f"{said} A {kind} inside the batch ({inside}) reached `.{method}`: your code calls "
-                     f"`.{method}` on each item of a container, and that item is itself a container, which has no "
-                     f"`.{method}`. Only tensors do. Batches nest, so let `to_device` call itself on each item "
-                     "(`to_device(v, device)`) instead of calling `.to` on it: then it handles any depth.",
-                     TOP_LEVEL_ONLY)
+        return Wrong(f"{said} A {kind} inside the batch ({inside}) reached `.{method}`: your code calls `.{method}` on "
+                     f"each item of a container, and that item is itself a container, which has no `.{method}`. Only "
+                     "tensors do. Batches nest, so let `to_device` call itself on each item (`to_device(v, device)`) "
+                     "instead of calling `.to` on it: then it handles any depth.", TOP_LEVEL_ONLY)
     return Wrong(f"{said} A {kind} reached `.{method}`, which only tensors have: your code does not look inside "
                  f"{kind}s. Handle them like the other containers: build a new {kind} from `to_device` of each "
                  "item.", SKIPPED_CONTAINER)

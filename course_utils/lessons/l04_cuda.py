@@ -51,12 +51,10 @@ _INDEX_ZERO = re.compile(r"""cuda:0|\.cuda\(\s*(device\s*=\s*)?0\s*\)|device\(\s
 
 
 def _index_zero_note(fn: Callable) -> str:
-    if _INDEX_ZERO.search(_code(fn)):
-        return (" Also, `cuda:0` is GPU 0, which is not always the current device (`set_device`, "
-                "`torch.cuda.device(i)` and `CUDA_VISIBLE_DEVICES` all change what 'current' is): a "
-                "device without an index, such as `torch.accelerator.current_accelerator()`, means "
-                "the current one.")
-    return ""
+    return "" if not _INDEX_ZERO.search(_code(fn)) else (
+        " Also, `cuda:0` is GPU 0, which is not always the current device (`set_device`, `torch.cuda.device(i)` and "
+        "`CUDA_VISIBLE_DEVICES` all change what 'current' is): a device without an index, such as "
+        "`torch.accelerator.current_accelerator()`, means the current one.")
 
 
 # --- exercise 04.to_accelerator ----------------------------------------------------------------
@@ -78,16 +76,14 @@ def to_accelerator(t):
 
 
 @grader("04.to_accelerator", points=2, reference=to_accelerator, title="To the accelerator, whichever it is", hints=(
-    "Two questions, asked inside the function each time it runs (so that a later `set_device` counts): is "
-    "an accelerator usable at all, and which one? `torch.accelerator` answers both for CUDA, MPS, XPU and "
-    "the rest; `torch.cuda` only knows about CUDA. Section 5's simulation cell shows what each call "
-    "reports on each machine.",
+    "Two questions, asked inside the function each time it runs (so that a later `set_device` counts): is an "
+    "accelerator usable at all, and which one? `torch.accelerator` answers both for CUDA, MPS, XPU and the rest; "
+    "`torch.cuda` only knows about CUDA. Section 5's simulation cell shows what each call reports on each machine.",
     "`torch.accelerator.current_accelerator()` alone is not enough: on a CUDA build without a GPU it still "
     "says `cuda` (it names the build, as in section 1), and on a CPU-only build it is None. Ask "
     "`torch.accelerator.is_available()` first. Its device (e.g. `cuda`, without an index) means the current "
     "device, as `.cuda()` does. With no accelerator, return `t` itself: `return t`, not a copy.",
-    "`if not torch.accelerator.is_available(): return t`, then "
-    "`return t.to(torch.accelerator.current_accelerator())`.",
+    "`if not torch.accelerator.is_available(): return t`, then `return t.to(torch.accelerator.current_accelerator())`.",
 ))
 def _grade_to_accelerator(fn: Callable) -> str:
     cases = list(sample_tensors(seed=4, count=10, devices=[torch.device("cpu")]))
@@ -132,7 +128,8 @@ def _check_moved_to_other_accelerator(fn: Callable, got: torch.Tensor, fake: tor
     """The result lies on the simulated accelerator ``fake``: not on a device chosen once outside the function, not
     on the CPU, not on CUDA."""
     outside = _device_from_outside(fn) if got.device.type != fake.type and not asked else None
-    if outside is not None and not _names_cuda(fn):
+    # an answer whose own code names CUDA (`.cuda()`, `'cuda'`, `torch.cuda`) is told about CUDA below instead
+    if outside is not None and not re.search(r"\bcuda\b", _code(fn)):
         raise Wrong(
             "An accelerator was available (the check simulates one that is not CUDA), but your function moved the "
             f"tensor to `{got.device}`, and it asked nothing about devices while it ran: it reads `{outside[0]}` "
@@ -227,11 +224,6 @@ def _filled(cell: object) -> bool:
     return True
 
 
-def _names_cuda(fn: Callable) -> bool:
-    """Whether the answer's own code names CUDA (`.cuda()`, `'cuda'`, `torch.cuda`): its device is CUDA's."""
-    return re.search(r"\bcuda\b", _code(fn)) is not None
-
-
 def _check_without_accelerator(fn: Callable, cases: list[torch.Tensor], machine: Machine) -> None:
     """Step 2 of 04.to_accelerator: with no usable accelerator, ``t`` itself comes back."""
     with machine.simulate(fn):
@@ -293,8 +285,7 @@ _MASK_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
-    gen = torch.Generator().manual_seed(404)
-    cases = []
+    gen, cases = torch.Generator().manual_seed(404), []
     for i, shape in enumerate(_MASK_SHAPES):
         for j, device in enumerate(devices):
             dtype = _MASK_DTYPES[(i + j) % len(_MASK_DTYPES)]
@@ -306,9 +297,8 @@ def _score_cases(devices: list[torch.device]) -> list[torch.Tensor]:
 @grader("04.mask_future", points=2, reference=mask_future, title="A mask that goes where the scores are", hints=(
     "A function that receives tensors should not choose a device at all: leave `scores` where it is, "
     "and make every new tensor on `scores.device`.",
-    "Build the mask with `torch.ones(n, n, dtype=torch.bool, device=scores.device)`, keep the part "
-    "above the diagonal with `.triu(1)` (or `torch.triu(..., diagonal=1)`), then "
-    "`scores.masked_fill(mask, float('-inf'))`.",
+    "Build the mask with `torch.ones(n, n, dtype=torch.bool, device=scores.device)`, keep the part above the diagonal "
+    "with `.triu(1)` (or `torch.triu(..., diagonal=1)`), then `scores.masked_fill(mask, float('-inf'))`.",
     "`n = scores.shape[-1]`; `future = torch.ones(n, n, dtype=torch.bool, device=scores.device).triu(1)`; "
     "`return scores.masked_fill(future, float('-inf'))`.",
 ))

@@ -176,12 +176,6 @@ def _names(devices: set) -> str:
     return " and ".join(sorted(str(d) for d in devices)) or "nowhere"
 
 
-def _named(device: torch.device, message: str) -> bool:
-    """Whether ``message`` names ``device`` as it prints (`cuda:0`) or as its repr shows it
-    (`device(type='cuda', index=0)`, what formatting a set or list of devices gives)."""
-    return str(device) in message or repr(device) in message
-
-
 FIRST_PARAMETER = misconceptions.code("05.first-parameter-only")
 IGNORED_BUFFERS = misconceptions.code("05.ignored-buffers")
 IGNORED_PARAMETERS = misconceptions.code("05.ignored-parameters")
@@ -206,8 +200,7 @@ SPREAD_MESSAGE_VAGUE = misconceptions.code("05.split-model-message-vague")
     "`return devices.pop()`.",
 ))
 def _grade_model_device(fn: Callable) -> str:
-    cases = _model_cases()
-    spread_seen = 0
+    cases, spread_seen = _model_cases(), 0
     for what, make in cases:
         module = make()
         params = {p.device for p in module.parameters()}
@@ -226,9 +219,8 @@ def _grade_model_device(fn: Callable) -> str:
                             "`next(module.parameters())` does when a module has no parameters. Look at all "
                             "parameters and buffers, and return None when there are none.", FIRST_PARAMETER) from None
             if want is None and isinstance(e.error, ValueError):
-                raise Wrong(f"For {what} you raised ValueError ({safe_repr(str(e.error), 120)}). A module "
-                            "with no parameters and no buffers is not an error: return None.",
-                            EMPTY_MODULE_RAISES) from None
+                raise Wrong(f"For {what} you raised ValueError ({safe_repr(str(e.error), 120)}). A module with no "
+                            "parameters and no buffers is not an error: return None.", EMPTY_MODULE_RAISES) from None
             raise
         _compare_single(got, want, what, module, params, buffers)
     return (f"Right on {len(cases)} modules: parameters and buffers (also buffers only), submodules, "
@@ -241,9 +233,8 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
         raise Wrong(f"For {what} you returned the string {safe_repr(got)}. Return the `torch.device` itself "
                     "(what `.device` gives you); a string is never == a device.", DEVICE_STRING)
     if got is not None and type(got) is not torch.device:
-        raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single "
-                    "`torch.device`, or None for a module with no parameters and no buffers.",
-                    misconceptions.WRONG_TYPE)
+        raise Wrong(f"For {what} you returned {safe_repr(got)} ({type(got).__name__}). Return a single `torch.device`, "
+                    "or None for a module with no parameters and no buffers.", misconceptions.WRONG_TYPE)
     if want is None:
         if got is not None:
             raise Wrong(f"{what[0].upper() + what[1:]} holds no tensors at all, so it lives on no device: "
@@ -251,9 +242,8 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
         return
     if got is None:
         if not params:
-            raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers are on {want}, "
-                        "and you returned None. Buffers live on a device too: include `module.buffers()`.",
-                        IGNORED_BUFFERS)
+            raise Wrong(f"{what[0].upper() + what[1:]} has no parameters, but its buffers are on {want}, and you "
+                        "returned None. Buffers live on a device too: include `module.buffers()`.", IGNORED_BUFFERS)
         if not any(True for _ in module.parameters(recurse=False)):
             raise Wrong(f"{what[0].upper() + what[1:]} has parameters on {want}, but they all belong to its "
                         "submodules, and you returned None. `module.parameters()` walks the submodules too; "
@@ -264,10 +254,9 @@ def _compare_single(got: Any, want: torch.device | None, what: str, module: nn.M
         raise Wrong(f"For {what} the tensors are on {want}, and you returned None.", misconceptions.WRONG_VALUE)
     if got != want:
         if got.type == want.type:
-            raise Wrong(f"For {what} the tensors are on `{want}`, you returned `{got}`. Return the device the "
-                        "tensors report (e.g. `p.device`), not one rebuilt from its type: "
-                        f"`torch.device({want.type!r})` has index None and is not == `{want}`.",
-                        INDEX_LESS_EQUALS_INDEXED)
+            raise Wrong(f"For {what} the tensors are on `{want}`, you returned `{got}`. Return the device the tensors "
+                        f"report (e.g. `p.device`), not one rebuilt from its type: `torch.device({want.type!r})` has "
+                        f"index None and is not == `{want}`.", INDEX_LESS_EQUALS_INDEXED)
         raise Wrong(f"For {what} the tensors are on `{want}`, but you returned `{got}`.", misconceptions.WRONG_VALUE)
 
 
@@ -286,7 +275,9 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
                         f"{safe_repr(text_of(err), 120)}. Raise ValueError, so that callers can catch this case "
                         "by its type.", SPREAD_NOT_VALUE_ERROR) from None
         message = text_of(err)
-        if not all(_named(d, message) for d in found):
+        # each device named as it prints (`cuda:0`) or as its repr shows it (`device(type='cuda', index=0)`, what
+        # formatting a set or list of devices gives)
+        if not all(str(d) in message or repr(d) in message for d in found):
             raise Wrong(f"For {what} you raised ValueError, good, but its message {safe_repr(message, 120)} "
                         f"does not name the devices: it should mention {names}, so whoever reads the error "
                         "knows where the tensors are.", SPREAD_MESSAGE_VAGUE) from None
@@ -296,13 +287,13 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
     lead = (f"{what[0].upper() + what[1:]} is spread over {names}, but you returned {shown} instead of "
             "raising ValueError. ")
     raises_for_params = all(_raises_value_error(fn, make()) for make in _PARAMS_SPREAD)
-    raises_for_buffers = _raises_value_error(fn, _BUFFERS_SPREAD())
+    raises_for_buffers = _raises_value_error(fn, nn.Sequential(nn.BatchNorm1d(4, affine=False),
+                                                                nn.BatchNorm1d(4, affine=False).to(target_device())))
     if device and got in params and buffers - params and raises_for_params:
         hidden = [n for n, b in module.named_buffers() if b.device not in params]
-        note = ""
-        if hidden and all(n not in module.state_dict() for n in hidden):
-            note = (f" `{hidden[0]}` is a non-persistent buffer: `module.state_dict()` leaves it out, "
-                    "`module.buffers()` does not.")
+        note = "" if not hidden or any(n in module.state_dict() for n in hidden) else (
+            f" `{hidden[0]}` is a non-persistent buffer: `module.state_dict()` leaves it out, `module.buffers()` "
+            "does not.")
         raise Wrong(lead + f"Its parameters are on {got}, but a buffer is on {_names(buffers - params)}: "
                     "you ignored (some of) the buffers." + note, STATE_DICT_TENSORS if note else IGNORED_BUFFERS)
     if device and got in buffers and params - buffers and raises_for_buffers:
@@ -318,10 +309,6 @@ def _check_spread(fn: Callable, module: nn.Module, what: str, params: set, buffe
 #: Probes used to tell apart why a spread module was not reported.
 _PARAMS_SPREAD = (lambda: nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2).to(target_device())),
                   lambda: nn.Sequential(nn.Linear(3, 4).to(target_device()), nn.Linear(4, 2)))
-
-
-def _BUFFERS_SPREAD() -> nn.Module:
-    return nn.Sequential(nn.BatchNorm1d(4, affine=False), nn.BatchNorm1d(4, affine=False).to(target_device()))
 
 
 def _raises_value_error(fn: Callable, module: nn.Module) -> bool:

@@ -18,8 +18,7 @@ from .l05_device_attribute import STATE_COPIES
 def training_bytes(model, optimizer):
     """Bytes on the device for ``model``'s parameters, their gradients and the optimizer's state.
 
-    ``optimizer`` is "sgd" (plain SGD), "momentum" (SGD with momentum) or "adam". Activations are not counted.
-    """
+    ``optimizer`` is "sgd" (plain SGD), "momentum" (SGD with momentum) or "adam". Activations are not counted."""
     copies = 2 + {"sgd": 0, "momentum": 1, "adam": 2}[optimizer]     # weight + gradient + state
     return copies * sum(p.numel() * p.element_size() for p in model.parameters())
 
@@ -55,8 +54,7 @@ COUNTED_BUFFERS = misconceptions.code("05.counted-buffers")
 def _training_diagnosis(got: int, module: nn.Module, optimizer: str) -> tuple[str, str]:
     """Name the realistic mistake that gives ``got``, with its code; ``("", WRONG_VALUE)`` when none matches."""
     p, b = _bytes(module.parameters()), _bytes(module.buffers())
-    numel = sum(q.numel() for q in module.parameters())
-    state = STATE_COPIES[optimizer]
+    numel, state = sum(q.numel() for q in module.parameters()), STATE_COPIES[optimizer]
     if numel and got == 4 * numel * (2 + state) and p != 4 * numel:
         return ("You used 4 bytes for every element, but not every dtype is float32: float16 and bfloat16 take 2, "
                 "float64 8. Use each parameter's `p.element_size()`.", ASSUMED_4_BYTES)

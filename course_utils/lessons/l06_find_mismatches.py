@@ -64,12 +64,9 @@ def _on_gpu(index: int, gen: torch.Generator) -> torch.Tensor:
 
 def _mismatch_cases() -> list[tuple[str, nn.Module, dict, Any, str]]:
     """(description, model, inputs, device, tag) for each check; tag marks what a case is there to catch."""
-    gen = torch.Generator().manual_seed(6)
-    target = target_device()
-    cases = []
+    gen, target, cases = torch.Generator().manual_seed(6), target_device(), []
 
-    model = _net()
-    cases.append((f"the model on the CPU, input `x` on {target}, device=\"cpu\" (a string)", model,
+    cases.append((f"the model on the CPU, input `x` on {target}, device=\"cpu\" (a string)", _net(),
                   {"x": torch.randn(8, 4, generator=gen).to(target), "y": torch.randn(8, generator=gen)},
                   "cpu", "string"))
 
@@ -173,8 +170,7 @@ def _zero_dim_cpu_skipped(missing: set[str], model: nn.Module, inputs: dict, par
     return skipped
 
 
-def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any,
-              tag: str) -> tuple[str, str]:
+def _diagnose(got: Any, expected: list[str], model: nn.Module, inputs: dict, device: Any, tag: str) -> tuple[str, str]:
     """What is wrong with ``got``, and the misconception's code (the first reason's, where there are several)."""
     kind = list_mistake(got, str, "names", "the names that `named_parameters()`, `named_buffers()` and the "
                         "`inputs` keys give")

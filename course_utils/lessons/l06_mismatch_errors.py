@@ -85,10 +85,9 @@ def _grade_scaler(cls: type) -> str:
                 raise Wrong(f"Scaler({features}) has a parameter ({names}): an `nn.Parameter` is trainable. "
                             "`model.parameters()` hands it to the optimizer, which would change your twos. "
                             "Store the constant with `self.register_buffer(...)` instead.", CONSTANT_AS_PARAMETER)
-            raise Wrong(f"Scaler({features}) has a parameter ({names}). Even with requires_grad=False it is "
-                        "still a parameter: it shows up in `model.parameters()`, goes to the optimizer and "
-                        "counts as a model weight. A constant is a buffer: `self.register_buffer(...)`.",
-                        FROZEN_PARAMETER)
+            raise Wrong(f"Scaler({features}) has a parameter ({names}). Even with requires_grad=False it is still a "
+                        "parameter: it shows up in `model.parameters()`, goes to the optimizer and counts as a model "
+                        "weight. A constant is a buffer: `self.register_buffer(...)`.", FROZEN_PARAMETER)
         plain = [n for k, n, _ in held if k == "plain attribute"]
         if plain:
             raise Wrong(_plain_attribute_feedback(module, plain[0], features), PLAIN_ATTRIBUTE)
@@ -234,11 +233,10 @@ def _check_on(cls: type, dev: torch.device, gen: torch.Generator) -> None:
     if watch.mixes:  # the data-less device let it through; a GPU would not
         op, other = watch.mixes[0]
         raise Wrong(f"After `.to(\"{dev}\")`, your Scaler's forward, given {a_tensor(x)}, sent `{op}` a "
-                    f"{describe(other)}. That ran here, but a GPU refuses it (\"Expected all tensors "
-                    f"to be on the same device\"). Something in `forward` is not on {dev}: a tensor created there "
-                    "with no device (e.g. `torch.full(...)` or `torch.diag(...)` inside forward) lands on the CPU. "
-                    "Register the constant as a buffer in `__init__`, or create it with `device=x.device`.",
-                    MADE_IN_FORWARD)
+                    f"{describe(other)}. That ran here, but a GPU refuses it (\"Expected all tensors to be on the same "
+                    f"device\"). Something in `forward` is not on {dev}: a tensor created there with no device (e.g. "
+                    "`torch.full(...)` or `torch.diag(...)` inside forward) lands on the CPU. Register the constant as "
+                    "a buffer in `__init__`, or create it with `device=x.device`.", MADE_IN_FORWARD)
     out = expect_tensor(out, f"Your Scaler's output for {a_tensor(x)}")
     if out.device != x.device:
         raise Wrong(f"For an input on {x.device} your output is on {out.device}: return it where the input is.",

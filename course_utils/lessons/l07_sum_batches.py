@@ -51,15 +51,9 @@ _COUNT_CASES = ((3, (4,), torch.float32), (1, (2, 3), torch.float32), (4, (2, 2)
 
 
 def _make_batches(count: int, shape: tuple, dtype: torch.dtype, gen: torch.Generator) -> list[torch.Tensor]:
-    batches = []
-    for _ in range(count):
-        if dtype.is_floating_point:
-            batches.append(torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype))
-        elif dtype == torch.uint8:
-            batches.append(torch.randint(0, 20, shape, generator=gen).to(dtype))
-        else:
-            batches.append(torch.randint(-15, 16, shape, generator=gen).to(dtype))
-    return batches
+    low, high = (0, 20) if dtype == torch.uint8 else (-15, 16)
+    return [torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype) if dtype.is_floating_point
+            else torch.randint(low, high, shape, generator=gen).to(dtype) for _ in range(count)]
 
 
 def _label(batches: list[torch.Tensor], device: torch.device) -> str:
@@ -81,9 +75,8 @@ def _values_match(got: torch.Tensor, want: torch.Tensor) -> bool:
 def _check_inputs_untouched(batches: list[torch.Tensor], originals: list[torch.Tensor],
                             saved: list[torch.Tensor], label: str) -> None:
     if len(batches) != len(originals) or any(a is not b for a, b in zip(batches, originals)):
-        raise Wrong(f"With {label}, your function changed the list it was given (it now holds "
-                    f"{len(batches)} item(s), or different tensors). Build new lists or tensors instead "
-                    "of editing `batches`.", CHANGED_LIST)
+        raise Wrong(f"With {label}, your function changed the list it was given (it now holds {len(batches)} item(s), "
+                    "or different tensors). Build new lists or tensors instead of editing `batches`.", CHANGED_LIST)
     for b, s in zip(originals, saved):
         if not same_values(b, s):
             raise Wrong(f"With {label}, your function changed the values of an input batch: an in-place "
@@ -94,10 +87,8 @@ def _check_inputs_untouched(batches: list[torch.Tensor], originals: list[torch.T
 def _check_result(got: Any, want: torch.Tensor, batches: list[torch.Tensor], device: torch.device,
                   label: str) -> torch.Tensor:
     got = expect_tensor(got, f"With {label}, your result")
-    if any(got is b for b in batches) or (
-            got.device.type == "cpu" and got.numel() > 0 and any(
-                b.numel() > 0 and got.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-                for b in batches)):
+    if any(got is b for b in batches) or (got.device.type == "cpu" and got.numel() > 0 and any(
+            b.numel() > 0 and got.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() for b in batches)):
         raise Wrong(f"With {label}, you returned one of the input batches itself (or a view of it), not "
                     "a new tensor. Careful: `.to(device)` returns the very same tensor when it is already "
                     "there. Changing your result would change the caller's batch; return a new tensor.", RETURNED_INPUT)
@@ -172,8 +163,7 @@ def _call_and_count(fn: Callable, batches: list[torch.Tensor], device: torch.dev
 
 def _check_counts(got: Any, seen: transfer.count_copies, batches: list[torch.Tensor],
                   device: torch.device, label: str) -> None:
-    count = len(batches)
-    one_batch = batches[0].numel() * batches[0].element_size()
+    count, one_batch = len(batches), batches[0].numel() * batches[0].element_size()
     h2d, moved = seen.host_to_device, seen.bytes_to_device
     on_cpu_result = is_tensor(got) and expect_tensor(got, f"With {label}, your result").device.type == "cpu"
     cpu_math = sorted(set(seen.ran_on("cpu", ARITHMETIC)))
@@ -237,8 +227,7 @@ def _check_values(fn: Callable, devices: list[torch.device], gen: torch.Generato
     "`torch.stack(batches)` makes one tensor with a new first dimension, one row per batch. Move that "
     "with a single `.to(device)`, then add along the first dimension on the device (`.sum(dim=0)`). For "
     "integer batches `torch.sum` gives int64, which the check accepts; `dtype=stacked.dtype` keeps theirs.",
-    "`stacked = torch.stack(batches).to(device)` then "
-    "`return stacked.sum(dim=0, dtype=stacked.dtype)`",
+    "`stacked = torch.stack(batches).to(device)` then `return stacked.sum(dim=0, dtype=stacked.dtype)`",
 ))
 def _grade_sum_batches(fn: Callable) -> str:
     gen = torch.Generator().manual_seed(7)

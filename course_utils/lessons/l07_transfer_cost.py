@@ -64,10 +64,8 @@ def _rounding(got: float, want: float) -> str:
 
 def _rounded_feedback(got: float, want: float, unit: str) -> str:
     how = _rounding(got, want)
-    if not how:
-        return ""
-    return (f"Your answer looks rounded {how} (by `round`, `int`, `//` or a format string). Return the full "
-            f"value; round only when you display it, e.g. `print(f\"{{value:.3g}} {unit}\")`.")
+    return (f"Your answer looks rounded {how} (by `round`, `int`, `//` or a format string). Return the full value; "
+            f"round only when you display it, e.g. `print(f\"{{value:.3g}} {unit}\")`.") if how else ""
 
 
 # --- exercise 07.bandwidth_gbps ------------------------------------------------------------------

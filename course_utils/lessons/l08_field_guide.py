@@ -78,9 +78,8 @@ def _grade_strip_prefix(fn: Callable) -> str:
         for key, value in want.items():
             if not _same(got[key], value):
                 shown = describe(got[key]) if isinstance(got[key], torch.Tensor) else safe_repr(got[key])
-                raise Wrong(f"For {description} the value under {key!r} is {shown}, not the value that was "
-                            "saved under its prefixed name. Keep every value as it is: change only the keys.",
-                            VALUES_COPIED)
+                raise Wrong(f"For {description} the value under {key!r} is {shown}, not the value that was saved under "
+                            "its prefixed name. Keep every value as it is: change only the keys.", VALUES_COPIED)
     return ("Right: the prefix comes off the front of each key that has it, and nothing else changes. "
             "PyTorch's own `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state, \"module.\")` "
             "does the same in place.")
@@ -158,15 +157,13 @@ def _grade_bad_labels(fn: Callable) -> str:
             skip = -100 if ignore_index is None else ignore_index
             flagged = [i for i in got if 0 <= i < len(labels) and labels[i].item() == skip]
             if flagged:
-                raise Wrong(f"For {description} you returned {safe_repr(got)}, but position {flagged[0]} holds "
-                            f"{skip}, the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels "
-                            "on the CPU and on the GPU (no assert), so they are not bad. Leave out the labels equal "
-                            f"to `ignore_index`. The bad positions are {want} (labels {values}).",
-                            IGNORE_INDEX_REPORTED)
+                raise Wrong(f"For {description} you returned {safe_repr(got)}, but position {flagged[0]} holds {skip}, "
+                            "the `ignore_index`: `nn.CrossEntropyLoss` and `nn.NLLLoss` skip those labels on the CPU "
+                            "and on the GPU (no assert), so they are not bad. Leave out the labels equal to "
+                            f"`ignore_index`. The bad positions are {want} (labels {values}).", IGNORE_INDEX_REPORTED)
             raise Wrong(f"For {description} (num_classes={num_classes}) you returned {safe_repr(got)}; the bad "
-                        f"positions are {want} (labels {values}). Valid labels run from 0 to num_classes - 1: "
-                        "catch negative labels and labels equal to num_classes too (all but `ignore_index`).",
-                        LABEL_RANGE)
+                        f"positions are {want} (labels {values}). Valid labels run from 0 to num_classes - 1: catch "
+                        "negative labels and labels equal to num_classes too (all but `ignore_index`).", LABEL_RANGE)
     return ("Right: you find every label outside 0..num_classes-1 that the loss does not skip, the ones that make "
             "a GPU stop with \"device-side assert triggered\". Check a suspicious batch like this before blaming "
             "the GPU.")

@@ -39,18 +39,12 @@ MAX_OWN_CELLS = 40
 
 
 def answer_cells(nb: dict) -> list[AnswerCell]:
-    """The answer cells of a notebook, in notebook order: the code cells marked as an exercise's answer
-    (:func:`course_utils.notebook.exercise_cells`).
+    """The answer cells of a notebook, in notebook order: an :class:`AnswerCell` (cell index, exercise id, source) per
+    code cell marked as an exercise's answer (:func:`course_utils.notebook.exercise_cells`); InvalidSubmission when
+    the cells are not what nbformat 4 describes.
 
     Every marked cell is kept: an answer split over two cells (both carry the metadata) keeps both
-    halves, and a duplicated answer cell runs twice, as it would in the notebook.
-
-    Returns:
-        An :class:`AnswerCell` (cell index, exercise id, source) per answer cell.
-
-    Raises:
-        InvalidSubmission: the cells are not what nbformat 4 describes.
-    """
+    halves, and a duplicated answer cell runs twice, as it would in the notebook."""
     try:
         return [AnswerCell(index, ex_id, cell_source(cell)) for index, cell in enumerate(nb["cells"])
                 for ex_id in exercise_cells({"cells": [cell]})]
@@ -59,13 +53,11 @@ def answer_cells(nb: dict) -> list[AnswerCell]:
 
 
 def strip_magics(source: str) -> str:
-    """An answer cell as the Python that Jupyter runs: IPython's own input transformer turns magics
-    (``%timeit f(x)``, ``t = %timeit -o f(x)``, ``%%time``), shell escapes (``!pip ...``,
-    ``files = !ls``) and help (``x?``) into calls of ``get_ipython()``; the rest is left as it is
-    (``!=`` and ``%`` on continuation lines stay operators).
+    """An answer cell as the Python that Jupyter runs: IPython's own input transformer turns magics (``%timeit f(x)``,
+    ``t = %timeit -o f(x)``, ``%%time``), shell escapes (``!pip ...``, ``files = !ls``) and help (``x?``) into calls of
+    ``get_ipython()``; the rest is left as it is (``!=`` and ``%`` on continuation lines stay operators).
 
-    Without IPython (it comes with Jupyter), lines that start with ``%`` or ``!`` become ``pass``.
-    """
+    Without IPython (it comes with Jupyter), lines that start with ``%`` or ``!`` become ``pass``."""
     if not any(mark in source for mark in "%!?"):  # plain Python: nothing to transform (the common case)
         return source
     try:
@@ -110,10 +102,9 @@ _FRAME_MODULES = frozenset({"sys", "inspect", "gc", "traceback"})
 #: Names that give access to frames (or to every object, as ``gc`` does) on whatever object they are
 #: read: no other Python or PyTorch API has these names.
 _FRAME_NAMES = frozenset({
-    "_getframe", "_getframemodulename", "_current_frames", "currentframe", "getouterframes",
-    "getinnerframes", "walk_stack", "get_referrers", "get_referents", "get_objects", "settrace",
-    "setprofile", "f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
-    "ag_frame"})
+    "_getframe", "_getframemodulename", "_current_frames", "currentframe", "getouterframes", "getinnerframes",
+    "walk_stack", "get_referrers", "get_referents", "get_objects", "settrace", "setprofile", "f_back", "f_locals",
+    "f_globals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: Names that read frames only on the ``inspect`` module (``torch.stack`` is fine).
 _INSPECT_FRAME_NAMES = frozenset({"stack", "trace"})
 #: A frame API named in a string (for ``eval``, ``exec`` or ``operator.attrgetter``).
@@ -121,9 +112,8 @@ _FRAME_WORDS = re.compile(r"\b(?:" + "|".join(sorted(_FRAME_NAMES)) + r")\b|\bin
 
 
 def _frame_module(node: ast.AST, aliases: dict[str, str]) -> Optional[str]:
-    """The frame module (:data:`_FRAME_MODULES`) that the expression ``node`` stands for, if any:
-    a name it was imported as, ``__import__("sys")``, ``importlib.import_module("sys")`` or
-    ``sys.modules["sys"]``."""
+    """The frame module (:data:`_FRAME_MODULES`) that the expression ``node`` stands for, if any: a name it was imported
+    as, ``__import__("sys")``, ``importlib.import_module("sys")`` or ``sys.modules["sys"]``."""
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
@@ -145,22 +135,19 @@ def _frame_name(name: str, module: Optional[str]) -> bool:
 def reaches_into_course(source: str) -> Optional[str]:
     """The first construct in the answer cell ``source`` that reads the call stack, or ``None``.
 
-    Frames of the stack hold the checker's local variables (the expected values) while the answer
-    is called, so an answer cell must not touch them: ``sys._getframe``, ``inspect.currentframe``,
-    ``inspect.stack()``/``trace()`` (also as ``import inspect as i; i.stack()`` or ``from inspect
-    import stack``), ``traceback.walk_stack``, ``gc.get_referrers``/``get_objects``, ``settrace``, a
-    frame's ``f_back``/``f_locals``/``f_globals``, ``tb_frame``, a generator's ``gi_frame``; a
-    ``getattr`` of such a name, or of a computed name on ``sys``, ``inspect``, ``gc`` or
-    ``traceback``; ``vars()``/``__dict__`` of those modules; star imports from them; and strings that
-    name a frame API (for ``eval``). The cell is read as IPython would run it (:func:`strip_magics`).
+    Frames of the stack hold the checker's local variables (the expected values) while the answer is called, so an
+    answer cell must not touch them: ``sys._getframe``, ``inspect.currentframe``, ``inspect.stack()``/``trace()`` (also
+    as ``import inspect as i; i.stack()`` or ``from inspect import stack``), ``traceback.walk_stack``,
+    ``gc.get_referrers``/``get_objects``, ``settrace``, a frame's ``f_back``/``f_locals``/``f_globals``, ``tb_frame``, a
+    generator's ``gi_frame``; a ``getattr`` of such a name, or of a computed name on ``sys``, ``inspect``, ``gc`` or
+    ``traceback``; ``vars()``/``__dict__`` of those modules; star imports from them; and strings that name a frame API
+    (for ``eval``). The cell is read as IPython would run it (:func:`strip_magics`).
 
-    Static and deliberately narrow: none of these has a place in an answer to this course, and no
-    everyday name is among them. Reading the course's reference solutions is detected by what the
-    answer *is* and *calls* while it is checked (see :mod:`course_utils.classroom.sandbox.worker`), not here.
-    """
-    try:
-        tree = ast.parse(strip_magics(source))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    Static and deliberately narrow: none of these has a place in an answer to this course, and no everyday name is among
+    them. Reading the course's reference solutions is detected by what the answer *is* and *calls* while it is checked
+    (see :mod:`course_utils.classroom.sandbox.worker`), not here."""
+    tree = _parse(source)
+    if tree is None:
         return None
     aliases = {name: name for name in _FRAME_MODULES}
     for node in ast.walk(tree):  # imports first: an alias may be used above the line that makes it
@@ -170,8 +157,7 @@ def reaches_into_course(source: str) -> Optional[str]:
                 if top in _FRAME_MODULES:
                     aliases[alias.asname or top] = top
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").partition(".")[0] in _FRAME_MODULES:
-            module = (node.module or "").partition(".")[0]
+        if isinstance(node, ast.ImportFrom) and (module := (node.module or "").partition(".")[0]) in _FRAME_MODULES:
             for alias in node.names:
                 if alias.name == "*" or _frame_name(alias.name, module):
                     return f"from {node.module} import {alias.name}"
@@ -198,8 +184,7 @@ def why_unrunnable(source: str) -> Optional[str]:
 
     Too long, or Python's own parser gives up on it (nested too deeply, a null character): reasons a
     learner can act on, which would otherwise stop the grader's checks or the worker. A plain
-    syntax error is left to the worker, which reports its line.
-    """
+    syntax error is left to the worker, which reports its line."""
     if len(source) > MAX_ANSWER_CHARS:
         return (f"Your answer cell is too long to grade ({len(source):,} characters; the limit is "
                 f"{MAX_ANSWER_CHARS:,}).")
@@ -301,19 +286,14 @@ def check_cell(cells: list, ex_id: str) -> Optional[int]:
 
 
 def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str]) -> list[AnswerCell]:
-    """The notebook's other code cells that the answers need, as the learner's kernel had them.
+    """The notebook's other code cells that the answers need, as the learner's kernel had them: :class:`AnswerCell` s
+    with ``exercise`` :data:`OWN_CELL`, in notebook order, at most :data:`MAX_OWN_CELLS`.
 
-    In a notebook, an answer may call a helper defined in a cell of the learner's own, and Check
-    passes; so does an answer cell that lost its answer-cell marker. The grader runs those cells
-    too: for each name that the answer cells read but neither they nor the setup cell
-    (:data:`PROVIDED`) define, and for each exercise's answer name that no answer cell defines, the
-    last cell above where it is used that defines it (else the first below), then what that cell
-    needs in turn. Nothing else of the notebook runs: its demonstrations, timings and quizzes do not.
-
-    Returns:
-        :class:`AnswerCell` s with ``exercise`` :data:`OWN_CELL`, in notebook order, at most
-        :data:`MAX_OWN_CELLS`.
-    """
+    In a notebook, an answer may call a helper defined in a cell of the learner's own, and Check passes; so does an
+    answer cell that lost its answer-cell marker. The grader runs those cells too: for each name that the answer cells
+    read but neither they nor the setup cell (:data:`PROVIDED`) define, and for each exercise's answer name that no
+    answer cell defines, the last cell above where it is used that defines it (else the first below), then what that
+    cell needs in turn. Nothing else of the notebook runs: its demonstrations, timings and quizzes do not."""
     from ...exercises import get_exercise
     cells = nb.get("cells", [])
     taken = {a.index for a in answers}
@@ -358,16 +338,14 @@ def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str])
 
 def checked_after(nb: dict, answers: Sequence[AnswerCell], own: Sequence[AnswerCell],
                   exercises: Sequence[str]) -> list[AnswerCell]:
-    """Empty cells that put each exercise's check where the notebook's Check is: after the
-    learner's own cells that come before its check cell (``cu.exercise("...")``), even when they
-    come after its answer cell (a helper defined below the answer). An exercise with no answer cell
-    of its own, whose code sits in another exercise's answer cell (two answer cells merged into one)
-    or in a cell of the learner's own, is checked after the last such cell above its check cell (else
-    the first below). The worker checks an exercise right after its last cell, so an empty cell of
-    that exercise moves the check (:func:`run_order` puts it after the cell whose index it shares)."""
+    """Empty cells that put each exercise's check where the notebook's Check is: after the learner's own cells that come
+    before its check cell (``cu.exercise("...")``), even when they come after its answer cell (a helper defined below
+    the answer). An exercise with no answer cell of its own, whose code sits in another exercise's answer cell (two
+    answer cells merged into one) or in a cell of the learner's own, is checked after the last such cell above its check
+    cell (else the first below). The worker checks an exercise right after its last cell, so an empty cell of that
+    exercise moves the check (:func:`run_order` puts it after the cell whose index it shares)."""
     from ...exercises import get_exercise
-    cells = nb.get("cells", [])
-    moved = []
+    cells, moved = nb.get("cells", []), []
     for ex_id in exercises:
         at = check_cell(cells, ex_id)
         mine = [a.index for a in answers if a.exercise == ex_id]

@@ -38,8 +38,7 @@ def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[work
     for the worker, kills everything left below itself, then reports ``exit N`` or ``signal N``.
 
     Learner code that stops or kills its parent (``os.getppid()``) reaches this supervisor, not the
-    fork server: the grader resumes it (``SIGCONT``), or does without its report.
-    """
+    fork server: the grader resumes it (``SIGCONT``), or does without its report."""
     try:
         os.setsid()
         procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
@@ -70,14 +69,12 @@ def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[work
 
 
 def serve(control_fd: int) -> None:
-    """Fork server loop: for each request on the control socket (1 byte carrying the job, channel
-    and status pipes), fork a supervisor that forks the worker (:func:`_child`). Returns, killing
-    every process it started, when the grader closes the socket.
+    """Fork server loop: for each request on the control socket (1 byte carrying the job, channel and status pipes),
+    fork a supervisor that forks the worker (:func:`_child`). Returns, killing every process it started, when the grader
+    closes the socket.
 
-    The server is a subreaper too: a learner's process whose supervisor was killed is adopted here
-    and killed. While runs are going, it resumes the grader if learner code stopped it (the grader
-    does the same for the server).
-    """
+    The server is a subreaper too: a learner's process whose supervisor was killed is adopted here and killed. While
+    runs are going, it resumes the grader if learner code stopped it (the grader does the same for the server)."""
     control = socket.socket(fileno=control_fd)
     pristine = _become_server()
     me = os.getpid()
@@ -115,16 +112,15 @@ def _serve_requests(control: socket.socket, pristine: Optional[worker.Pristine])
         now = time.monotonic()
         timeout = 0.05 if supervisors else (1.0 if now < busy_until else None)
         readable, _, _ = select.select([control], [], [], timeout)
-        _reap(supervisors)
+        supervisors.difference_update(procs.reap_children())  # the supervisors (and adopted orphans) that ended
         now = time.monotonic()
         if supervisors:
             procs.resume_if_stopped(grader)
             busy_until = now + 5.0
         if now < busy_until and now >= next_look:  # adopted orphans (their supervisor was killed)
             next_look = now + 0.25
-            table = procs.process_table()
-            procs.signal_all({p.pid for p in table.values() if p.ppid == me and p.state not in "ZX"}
-                             - supervisors)
+            orphans = {p.pid for p in procs.process_table().values() if p.ppid == me and p.state not in "ZX"}
+            procs.signal_all(orphans - supervisors)
         if readable and not _fork_supervisor(control, pristine, supervisors):
             return
 
@@ -135,38 +131,21 @@ def _fork_supervisor(control: socket.socket, pristine: Optional[worker.Pristine]
     message, fds, _, _ = socket.recv_fds(control, 1, 3)
     if not message:
         return False
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        return True
-    pid = os.fork()
-    if pid == 0:
-        control.close()
-        _child(*fds, pristine)
-    supervisors.add(pid)
+    if len(fds) == 3:
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _child(*fds, pristine)
+        supervisors.add(pid)
     for fd in fds:
         os.close(fd)
     return True
 
 
-def _reap(supervisors: set[int]) -> None:
-    """Wait for the server's children that have ended: supervisors, and adopted orphans."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        supervisors.discard(pid)
-
-
 def _write_status(fd: int, line: bytes, close: bool = False) -> None:
     """Write one line (:func:`~course_utils.classroom.sandbox.messages.session_line`, :func:`~course_utils.classroom.
     messages.exit_line`) to the grader's status pipe (and close it); a closed pipe is not an error."""
-    try:
+    with contextlib.suppress(OSError):  # the grader stopped listening
         os.write(fd, line)
-    except OSError:  # the grader stopped listening
-        pass
     if close:
         os.close(fd)

@@ -1,34 +1,31 @@
 """The reference guard of ``python -m course_utils grade``'s worker (:class:`ReferenceGuard`).
 
-Private to :mod:`.worker`, beside :mod:`.integrity` (what learner code
-must not change). An answer must not be, or use, a course's reference solution. Detected by what the answer is and
-does, not by the words in it:
+Private to :mod:`.worker`, beside :mod:`.integrity` (what learner code must not change). An answer must not be, or use,
+a course's reference solution. Detected by what the answer is and does, not by the words in it:
 
-- the answer object, or what it wraps (``functools.partial``, ``__wrapped__``, bound methods, a
-  class's methods and bases), *is* a reference function or class, or has its code object;
-- the answer's code is a copy of a reference's code (same bytecode, constants and names) that was
-  not compiled from the submission's answer cells: ``exec(cu.solution(...))``,
-  ``exec(inspect.getsource(ref))`` (typing the solution into the answer cell is the learner's own
-  code);
-- a reference function (or a reference class's method) is called, while the answer is checked,
-  from anything but the course's own code: ``return cu.lessons.l01_tensors.nbytes(t)``, a lambda,
-  a class whose ``__new__`` builds the reference's instance. Each reference function's
-  ``__code__`` is swapped for a tripwire that looks at its caller, then runs the original;
-- code with a reference's fingerprint is run by an answer cell or while the answer is checked,
-  under any name, from a string (``exec``), or made into a function (``types.FunctionType``,
-  ``f.__code__ = ...``), all seen by an audit hook: ``exec(cu.solution(...))`` inside the answer's
-  function, ``types.FunctionType(compile(cu.solution(...), ...).co_consts[0], {})``.
+- the answer object, or what it wraps (``functools.partial``, ``__wrapped__``, bound methods, a class's methods and
+  bases), *is* a reference function or class, or has its code object;
+- the answer's code is a copy of a reference's code (same bytecode, constants and names) that was not compiled from the
+  submission's answer cells: ``exec(cu.solution(...))``, ``exec(inspect.getsource(ref))`` (typing the solution into the
+  answer cell is the learner's own code);
+- a reference function (or a reference class's method) is called, while the answer is checked, from anything but the
+  course's own code: ``return cu.lessons.l01_tensors.nbytes(t)``, a lambda, a class whose ``__new__`` builds the
+  reference's instance. Each reference function's ``__code__`` is swapped for a tripwire that looks at its caller, then
+  runs the original;
+- code with a reference's fingerprint is run by an answer cell or while the answer is checked, under any name, from a
+  string (``exec``), or made into a function (``types.FunctionType``, ``f.__code__ = ...``), all seen by an audit hook:
+  ``exec(cu.solution(...))`` inside the answer's function,
+  ``types.FunctionType(compile(cu.solution(...), ...).co_consts[0], {})``.
 
-Not detected: a reference's code rewritten (renamed variables, other constants) before use, and
-what the learner can do with the objects themselves (e.g. restoring a reference's original code
-object found with ``gc``): this is not a sandbox (see :mod:`course_utils.classroom`).
+Not detected: a reference's code rewritten (renamed variables, other constants) before use, and what the learner can do
+with the objects themselves (e.g. restoring a reference's original code object found with ``gc``): this is not a sandbox
+(see :mod:`course_utils.classroom`).
 
-The same audit hook notes learner code that takes a frame of the call stack (where the checker
-keeps its expected values), whatever name it used: ``sys._getframe``, ``sys._current_frames``, a
-traceback's ``tb_frame``, a generator's ``gi_frame``, ``gc.get_referrers``/``get_referents``/
-``get_objects``, ``sys.settrace``/``setprofile``, and the ``inspect`` and ``traceback`` functions
-that call these for it (:meth:`ReferenceGuard.note_frame_access`). Not seen: frames that other
-code hands to the learner's (a signal handler's argument, a library's callback), and frames taken
+The same audit hook notes learner code that takes a frame of the call stack (where the checker keeps its expected
+values), whatever name it used: ``sys._getframe``, ``sys._current_frames``, a traceback's ``tb_frame``, a generator's
+``gi_frame``, ``gc.get_referrers``/``get_referents``/``get_objects``, ``sys.settrace``/``setprofile``, and the
+``inspect`` and ``traceback`` functions that call these for it (:meth:`ReferenceGuard.note_frame_access`). Not seen:
+frames that other code hands to the learner's (a signal handler's argument, a library's callback), and frames taken
 through ``ctypes``.
 """
 from __future__ import annotations
@@ -45,9 +42,8 @@ from typing import Any, Iterator, Optional
 
 from course_utils import exercises
 
-#: The code a reference function runs instead of its own (see :meth:`ReferenceGuard._trip`): it has
-#: the reference's free variables (``__class__`` for ``super()``), reads no globals, and hands its frame
-#: to :func:`_reference_called`.
+#: The code a reference function runs instead of its own (see :meth:`ReferenceGuard._trip`): it has the reference's free
+#: variables (``__class__`` for ``super()``), reads no globals, and hands its frame to :func:`_reference_called`.
 _TRIPWIRE = '''
 def _make({freevars}):
     def tripwire(*__course_args, **__course_kwargs):
@@ -161,11 +157,8 @@ def _audit(event: str, args: tuple) -> None:
 
 
 class ReferenceGuard:
-    """Tells an answer that is, or uses, a course reference solution (see the module's docstring).
-
-    Args:
-        namespace: the namespace the answer cells run in (its frames are the learner's).
-    """
+    """Tells an answer that is, or uses, a course reference solution (see the module's docstring); ``namespace`` is
+    the namespace the answer cells run in (its frames are the learner's)."""
 
     def __init__(self, namespace: dict) -> None:
         self.namespace = namespace
@@ -273,9 +266,8 @@ class ReferenceGuard:
 
     @contextmanager
     def running(self, ex_id: str, checking: bool) -> Iterator[None]:
-        """Inside: learner code of exercise ``ex_id`` runs: its answer cell, or (``checking``) its check.
-        What it does with the references is then noted in :attr:`flagged` (the checker's own calls of a
-        reference do not count)."""
+        """Inside: learner code of exercise ``ex_id`` runs: its answer cell, or (``checking``) its check. What it does
+        with the references is then noted in :attr:`flagged` (the checker's own calls of a reference do not count)."""
         self.stage, self.checking = ex_id, checking
         try:
             yield
@@ -285,10 +277,13 @@ class ReferenceGuard:
     def copies_reference(self, code: Any) -> bool:
         """Whether ``code`` (run by ``exec``), or code compiled inside it, is a copy of a reference's
         code that was not compiled from an answer cell."""
-        if type(code) is not types.CodeType or id(code) in self.answer_codes:
-            return False
-        return any(id(c) not in self.answer_codes and _shape(c) in self.shapes
-                   and _fingerprint(c) in self.fingerprints for c in _nested_codes(code))
+        return (type(code) is types.CodeType and id(code) not in self.answer_codes
+                and any(self._copy(c) for c in _nested_codes(code)))
+
+    def _copy(self, code: types.CodeType) -> bool:
+        """Whether ``code`` itself has a reference's fingerprint and was not compiled from an answer cell."""
+        return (id(code) not in self.answer_codes and _shape(code) in self.shapes
+                and _fingerprint(code) in self.fingerprints)
 
     def called_by_course(self, frame: Optional[types.FrameType]) -> bool:
         """Whether the code that called a reference (``frame``) is the course's: the first frame up
@@ -361,13 +356,9 @@ class ReferenceGuard:
                     return True
                 if issubclass(type(part), type) and any(issubclass(part, cls) for cls in self.reference_classes):
                     return True
-                if type(part) is types.FunctionType:
-                    code = part.__code__
-                    if id(code) in self.code_ids:
-                        return True
-                    if (id(code) not in self.answer_codes and _shape(code) in self.shapes
-                            and _fingerprint(code) in self.fingerprints):
-                        return True
+                if type(part) is types.FunctionType and (id(part.__code__) in self.code_ids
+                                                         or self._copy(part.__code__)):
+                    return True
         except BaseException:  # a hostile object: the check itself says what is wrong with it
             return False
         return False

@@ -1,23 +1,22 @@
 """What keeps a graded check honest, inside the worker of ``python -m course_utils grade``.
 
-Private to :mod:`.worker` (whose learner code it watches); what tells an answer that is, or uses, a reference
-solution is :mod:`.guard`.
+Private to :mod:`.worker` (whose learner code it watches); what tells an answer that is, or uses, a reference solution
+is :mod:`.guard`.
 
-* :class:`Snapshot` / :func:`changes`: the course package, the exercise registry and the parts of
-  PyTorch (``torch._C`` included) and the standard library that checks rely on must stay as they
-  were, and so must what the course's own tables (dicts, lists, sets, tuples, defaults) hold. What
-  PyTorch itself rebinds in normal use is not watched (``torch.Storage``, which
-  ``torch.set_default_dtype`` rebinds), or is done before the snapshot (the ``nn.Module.__init__``
-  patch of ``torch.compile``, see :func:`prepare_pytorch`). A course module run again by
-  ``importlib.reload`` is no change where it remade what it had (equal values, functions with equal
-  code, :func:`_equivalent`); where it made new classes, the change is named as a reload. After each cell and
-  check :meth:`Snapshot.unchanged` looks first, by identity, at the live namespaces the snapshot recorded (a
-  few milliseconds); only when something is not the same object does :func:`compare` take a new snapshot and
-  name what changed.
-* :func:`pristine_torch`: each check runs in PyTorch's global state as the worker started
-  (default device and dtype, grad and inference mode, RNG, threads, matmul precision, deterministic
-  algorithms, anomaly mode; no torch function or dispatch mode active), and the learner's state is
-  put back afterwards, so later cells run as they would in the notebook.
+* :class:`Snapshot` / :func:`changes`: the course package, the exercise registry and the parts of PyTorch (``torch._C``
+  included) and the standard library that checks rely on must stay as they were, and so must what the course's own
+  tables (dicts, lists, sets, tuples, defaults) hold. What PyTorch itself rebinds in normal use is not watched
+  (``torch.Storage``, which ``torch.set_default_dtype`` rebinds), or is done before the snapshot (the
+  ``nn.Module.__init__`` patch of ``torch.compile``, see :func:`prepare_pytorch`). A course module run again by
+  ``importlib.reload`` is no change where it remade what it had (equal values, functions with equal code,
+  :func:`_equivalent`); where it made new classes, the change is named as a reload. After each cell and check
+  :meth:`Snapshot.unchanged` looks first, by identity, at the live namespaces the snapshot recorded (a few
+  milliseconds); only when something is not the same object does :func:`compare` take a new snapshot and name what
+  changed.
+* :func:`pristine_torch`: each check runs in PyTorch's global state as the worker started (default device and dtype,
+  grad and inference mode, RNG, threads, matmul precision, deterministic algorithms, anomaly mode; no torch function or
+  dispatch mode active), and the learner's state is put back afterwards, so later cells run as they would in the
+  notebook.
 """
 from __future__ import annotations
 
@@ -79,9 +78,8 @@ def prepare_pytorch() -> None:
 # --- the snapshot -------------------------------------------------------------------------------
 
 class Snapshot:
-    """What must not change while learner code runs: objects compared by identity (or, for what
-    ``importlib.reload`` remakes, by what they are: :func:`_equivalent`), key sets, and the contents
-    of the course's own tables."""
+    """What must not change while learner code runs: objects compared by identity (or, for what ``importlib.reload``
+    remakes, by what they are: :func:`_equivalent`), key sets, and the contents of the course's own tables."""
 
     def __init__(self) -> None:
         self.objects: dict[str, Any] = {}   # dotted name -> the object (kept alive: ids never reused)
@@ -103,9 +101,8 @@ class Snapshot:
         ``REBOUND``, the globals it rebinds, and ``CHANGING``, its tables whose contents change (not their names)."""
         declared = vars(module)
         self.rebound[name] = frozenset(declared.get("REBOUND", ()))
-        if "CHANGING" in declared:
-            for table in (declared["CHANGING"], *declared["CHANGING"]):   # the declaration holds them too
-                self.changing[id(table)] = table
+        if "CHANGING" in declared:   # the declaration itself too: it holds them
+            self.changing.update((id(table), table) for table in (declared["CHANGING"], *declared["CHANGING"]))
 
     def add_namespace(self, prefix: str, namespace: Any, *, strict: bool, tables: bool = False) -> None:
         """Record ``namespace`` (a module's ``__dict__`` or a class's ``vars()``: live, read again by
@@ -210,15 +207,10 @@ class _Fields:
 
 
 def changes(snap: Snapshot) -> list[str]:
-    """Names of what changed since ``snap`` was taken (sorted; empty when nothing did).
-
-    Raises:
-        MemoryError: there was not enough memory to look (the grader's limit, not tampering).
-    """
+    """Names of what changed since ``snap`` was taken (sorted; empty when nothing did); MemoryError when there was
+    not enough memory to look (the grader's limit, not tampering)."""
     try:
-        if snap.unchanged():
-            return []
-        return compare(snap, take_snapshot())
+        return [] if snap.unchanged() else compare(snap, take_snapshot())
     except MemoryError:
         raise
     except BaseException as e:  # e.g. a patched builtin that the snapshot itself uses
@@ -252,8 +244,7 @@ def compare(snap: Snapshot, now: Snapshot) -> list[str]:
                        for n in now.keys.get(prefix, frozenset()) ^ keys)
     # "course_utils.check.__code__" is reported as "course_utils.check"; a replaced class or
     # registry entry is reported once, not with each of its attributes
-    names = {n.rsplit(".", 1)[0] if n.endswith(("__code__", "__defaults__", "__kwdefaults__")) else n
-             for n in changed}
+    names = {n.rsplit(".", 1)[0] if n.endswith(("__code__", "__defaults__", "__kwdefaults__")) else n for n in changed}
     names = sorted(n for n in names if not any(n.startswith(other + ".") for other in names))
     if not names:
         return []
@@ -316,12 +307,8 @@ def _equivalent(old: Any, new: Any, depth: int = 0) -> bool:
 
 
 def verify(snap: Snapshot, free: Callable[[], Any]) -> list[str]:
-    """:func:`changes` since ``snap``; when there is not enough memory to look, ``free()`` (what the
-    last learner code left) and look again.
-
-    Raises:
-        GraderLimit: still not enough memory (the message says so, for the learner).
-    """
+    """:func:`changes` since ``snap``; when there is not enough memory to look, ``free()`` (what the last learner code
+    left) and look again: GraderLimit when there is still not enough (its message says so, for the learner)."""
     try:
         return changes(snap)
     except MemoryError:
@@ -366,27 +353,13 @@ _SETTINGS: tuple[tuple[Callable[[], Any], Callable[[Any], Any]], ...] = (
 
 
 def torch_settings() -> list[Any]:
-    """The current values of PyTorch's global settings (:data:`_SETTINGS`), to give to
-    :func:`pristine_torch`."""
+    """The current values of PyTorch's global settings (:data:`_SETTINGS`), to give to :func:`pristine_torch`."""
     return [read() for read, _ in _SETTINGS]
 
 
 def _apply(values: list[Any]) -> None:
     for (_, write), value in zip(_SETTINGS, values):
         write(value)
-
-
-def _pop_function_modes() -> list[Any]:
-    """Take every torch function mode off this thread's stack (top first), default device included.
-    (The ``torch._C`` functions here and in :func:`pristine_torch` were bound when this module was
-    imported, before any learner code ran.)"""
-    return [_pop_torch_function_stack() for _ in range(_len_torch_function_stack())]
-
-
-def _push_function_modes(modes: list[Any]) -> None:
-    """Put back what :func:`_pop_function_modes` took, in the same order."""
-    for mode in reversed(modes):
-        _push_on_torch_function_stack(mode)
 
 
 @contextmanager
@@ -416,7 +389,9 @@ def pristine_torch(start: list[Any]) -> Iterator[None]:
     no default device, no torch function or dispatch mode active and inference mode off, whatever the
     learner's code left behind. After: the learner's state again, as the notebook would have it."""
     learner = torch_settings()
-    modes = _pop_function_modes()
+    # Every torch function mode off this thread's stack (top first), default device included; put back in the same
+    # order after. (The torch._C functions here were bound when this module was imported, before any learner code.)
+    modes = [_pop_torch_function_stack() for _ in range(_len_torch_function_stack())]
     try:
         with ExitStack() as stack:
             stack.enter_context(_default_device_unset())
@@ -432,4 +407,5 @@ def pristine_torch(start: list[Any]) -> Iterator[None]:
             finally:
                 _apply(learner)
     finally:
-        _push_function_modes(modes)
+        for mode in reversed(modes):
+            _push_on_torch_function_stack(mode)

@@ -150,22 +150,17 @@ class DoneMessage:
 Message = Union[ReadyMessage, StageMessage, CellMessage, ResultMessage, TamperedMessage, ErrorMessage, DoneMessage]
 
 
-def _failure(error: Optional[dict]) -> Optional[CellFailure]:
-    return None if error is None else CellFailure(CellError(error["kind"]), str(error["message"]))
-
-
 def _parse(data: dict) -> Message:
-    """The typed message a decoded JSON object is.
-
-    Raises:
-        KeyError, ValueError, TypeError: it is no message of the protocol.
-    """
+    """The typed message a decoded JSON object is; KeyError, ValueError or TypeError when it is no message of the
+    protocol."""
     kind = Kind(data["t"])
     if kind is Kind.STAGE:
         stage = Stage(data["stage"])
         return StageMessage(stage, str(data["exercise"]), None if stage is Stage.CHECK else int(data["index"]))
     if kind is Kind.CELL:
-        return CellMessage(int(data["index"]), str(data["exercise"]), _failure(data.get("error")))
+        error = data.get("error")
+        failure = None if error is None else CellFailure(CellError(error["kind"]), str(error["message"]))
+        return CellMessage(int(data["index"]), str(data["exercise"]), failure)
     if kind is Kind.RESULT:
         points = data.get("points", 0)
         return ResultMessage(str(data["exercise"]), str(data.get("status")), str(data.get("feedback")),
@@ -183,9 +178,8 @@ def _parse(data: dict) -> Message:
 
 
 def sign(key: bytes, message: Message) -> bytes:
-    """Encode a worker message as ``<hex HMAC-SHA256> <JSON>`` (the JSON: its fields, and its kind as ``t``).
-    Plain ``vars``, not ``dataclasses.asdict``: that copies values with :mod:`copy`, which the tamper check does
-    not watch."""
+    """Encode a worker message as ``<hex HMAC-SHA256> <JSON>`` (the JSON: its fields, and its kind as ``t``). Plain
+    ``vars``, not ``dataclasses.asdict``: that copies values with :mod:`copy`, which the tamper check does not watch."""
     data = json.dumps({"t": message.kind, **vars(message)}, sort_keys=True, default=vars).encode()
     return hmac.new(key, data, hashlib.sha256).hexdigest().encode() + b" " + data
 
@@ -224,11 +218,7 @@ class Job:
 
     @classmethod
     def from_json(cls, data: bytes) -> "Job":
-        """The job :meth:`to_json` wrote.
-
-        Raises:
-            KeyError, ValueError, TypeError: it is not one.
-        """
+        """The job :meth:`to_json` wrote; KeyError, ValueError or TypeError when it is not one."""
         job = json.loads(data)
         return cls(bytes.fromhex(job["key"]), tuple((int(i), str(e), str(s)) for i, e, s in job["cells"]),
                    tuple(str(e) for e in job["check"]), job["cell_timeout"], job["check_timeout"],

@@ -1,16 +1,16 @@
 """Process control for ``python -m course_utils grade``: ``/proc`` and ``prctl`` on Linux.
 
-Private to :mod:`course_utils.classroom` (the grader) and :mod:`course_utils.classroom.sandbox.worker` (its fork
-server and each run's supervisor). With these they find every process a submission started,
-whichever process group or session it moved to; measure the memory of all of them together;
-resume a grading process that learner code stopped (``SIGSTOP``); and kill them all. Nothing here
-runs learner code.
+Private to :mod:`course_utils.classroom` (the grader) and :mod:`course_utils.classroom.sandbox.worker` (its fork server
+and each run's supervisor). With these they find every process a submission started, whichever process group or session
+it moved to; measure the memory of all of them together; resume a grading process that learner code stopped
+(``SIGSTOP``); and kill them all. Nothing here runs learner code.
 
-Without ``/proc`` (macOS) :func:`process_table` is empty and :func:`prctl` does nothing, so grading
-falls back to killing process groups, and the memory limit is the per-process ``RLIMIT_DATA`` only.
+Without ``/proc`` (macOS) :func:`process_table` is empty and :func:`prctl` does nothing, so grading falls back to
+killing process groups, and the memory limit is the per-process ``RLIMIT_DATA`` only.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -82,13 +82,8 @@ def process_table() -> dict[int, Proc]:
         names = os.listdir("/proc")
     except OSError:
         return {}
-    table = {}
-    for name in names:
-        if name.isdigit():
-            proc = read_proc(int(name))
-            if proc is not None:
-                table[proc.pid] = proc
-    return table
+    found = (read_proc(int(name)) for name in names if name.isdigit())
+    return {proc.pid: proc for proc in found if proc is not None}
 
 
 def descendants(table: dict[int, Proc], root: int) -> set[int]:
@@ -112,8 +107,7 @@ def run_processes(table: dict[int, Proc], session: int, worker: Optional[int]) -
     orphans that left both) or below the worker. Includes the supervisor; zombies are left out."""
     pids = descendants(table, session) | {p.pid for p in table.values() if p.sid == session}
     if worker is not None:
-        pids |= descendants(table, worker) | {p.pid for p in table.values() if p.pgid == worker}
-        pids.add(worker)
+        pids |= descendants(table, worker) | {p.pid for p in table.values() if p.pgid == worker} | {worker}
     return _alive(pids, table)
 
 
@@ -123,11 +117,10 @@ def _alive(pids: Iterable[int], table: dict[int, Proc]) -> set[int]:
 
 
 def private_memory(pid: int) -> Optional[int]:
-    """Bytes of memory that only ``pid`` holds (private pages, and swap), from
-    ``/proc/<pid>/smaps_rollup`` (Linux 4.14+); ``None`` where that cannot be read.
+    """Bytes of memory that only ``pid`` holds (private pages, and swap), from ``/proc/<pid>/smaps_rollup`` (Linux
+    4.14+); ``None`` where that cannot be read.
 
-    Pages a forked process still shares with its parent are not counted, so a fork costs nothing
-    until it writes."""
+    Pages a forked process still shares with its parent are not counted, so a fork costs nothing until it writes."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
             lines = f.read().splitlines()
@@ -136,10 +129,8 @@ def private_memory(pid: int) -> Optional[int]:
     total = 0
     for line in lines:
         if line.startswith((b"Private_Clean:", b"Private_Dirty:", b"Swap:")):
-            try:
+            with contextlib.suppress(IndexError, ValueError):
                 total += int(line.split()[1]) << 10
-            except (IndexError, ValueError):
-                pass
     return total
 
 
@@ -158,21 +149,17 @@ def memory_of(pid: int) -> int:
 
 #: Above this much resident shared memory (``RssShmem``), a process's mappings are read one by one.
 SHMEM_DETAIL = 8 << 20
-#: Paths of the mappings that are shared memory rather than files: ``mmap(-1, n)`` (anonymous and
-#: shared, as ``multiprocessing`` and PyTorch's ``share_memory_()`` make), POSIX and System V shared
-#: memory, ``memfd_create``.
+#: Paths of the mappings that are shared memory rather than files: ``mmap(-1, n)`` (anonymous and shared, as
+#: ``multiprocessing`` and PyTorch's ``share_memory_()`` make), POSIX and System V shared memory, ``memfd_create``.
 _SHMEM_PATHS = (b"/dev/zero", b"/dev/shm/", b"/SYSV", b"/memfd:", b"/anon_hugepage")
 
 
 def _shmem_resident(pid: int) -> int:
     """Bytes of shared memory ``pid`` maps and holds (``RssShmem``; 0 if unreadable)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"RssShmem:"):
-                    return int(line.split()[1]) << 10
-    except (OSError, IndexError, ValueError):
-        pass
+    with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"RssShmem:"):
+                return int(line.split()[1]) << 10
     return 0
 
 
@@ -224,9 +211,7 @@ def run_memory(pids: Iterable[int]) -> int:
 
 def resume_if_stopped(pid: Optional[int]) -> bool:
     """Send ``SIGCONT`` to ``pid`` if it is stopped (``T``); True if it was."""
-    if not pid:
-        return False
-    proc = read_proc(pid)
+    proc = read_proc(pid) if pid else None
     if proc is None or proc.state != "T":
         return False
     try:
@@ -239,21 +224,15 @@ def resume_if_stopped(pid: Optional[int]) -> bool:
 def signal_all(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
     """Send ``sig`` to each pid, ignoring those that have gone."""
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, sig)
-        except OSError:
-            pass
 
 
 def kill_until_gone(find: Callable[[], set[int]], seconds: float = 5.0, reap: bool = False) -> bool:
-    """``SIGKILL`` what ``find()`` returns, again and again, until it returns nothing (a process can
-    fork between one look and the kill). ``reap`` also waits for this process's dead children.
-
-    Returns:
-        True when nothing was left within ``seconds``.
-    """
-    deadline = time.monotonic() + seconds
-    delay = 0.0
+    """``SIGKILL`` what ``find()`` returns, again and again, until it returns nothing (a process can fork between one
+    look and the kill); True when nothing was left within ``seconds``. ``reap`` also waits for this process's dead
+    children."""
+    deadline, delay = time.monotonic() + seconds, 0.0
     while True:
         if reap:
             reap_children()
@@ -267,22 +246,17 @@ def kill_until_gone(find: Callable[[], set[int]], seconds: float = 5.0, reap: bo
         delay = min(0.05, delay + 0.005)
 
 
-def reap_children(worker: Optional[int] = None) -> Optional[int]:
-    """Wait for every child of this process that has ended (without blocking).
-
-    Returns:
-        ``worker``'s wait status if it was among them, else ``None``.
-    """
-    status = None
+def reap_children() -> dict[int, int]:
+    """Wait for every child of this process that has ended (without blocking): their wait statuses, by pid."""
+    reaped = {}
     while True:
         try:
             pid, code = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return status
+            return reaped
         if pid == 0:
-            return status
-        if pid == worker:
-            status = code
+            return reaped
+        reaped[pid] = code
 
 
 def below(root: int) -> set[int]:
@@ -292,19 +266,12 @@ def below(root: int) -> set[int]:
 
 
 def supervise(worker: int, report_fd: int) -> Optional[int]:
-    """Wait until the child ``worker`` ends, then kill every process left below this one.
+    """Wait until the child ``worker`` ends, then kill every process left below this one; returns the worker's wait
+    status, or ``None`` when the grader went away first. ``report_fd`` is the write end of the pipe the grader reads:
+    when the grader closes it (it gave up on the run, or died) the worker is killed at once.
 
     Runs in a subreaper (``PR_SET_CHILD_SUBREAPER``): the orphans of anything the worker started,
-    double-forked daemons included, are adopted here and killed with the rest.
-
-    Args:
-        worker: pid of the child to wait for.
-        report_fd: the write end of the pipe the grader reads; when the grader closes it (it
-            gave up on the run, or died) the worker is killed at once.
-
-    Returns:
-        The worker's wait status, or ``None`` when the grader went away first.
-    """
+    double-forked daemons included, are adopted here and killed with the rest."""
     poller = select.poll()
     poller.register(report_fd, 0)  # POLLERR (no reader left) is always reported
     try:
@@ -316,17 +283,15 @@ def supervise(worker: int, report_fd: int) -> Optional[int]:
     try:
         while True:
             events = poller.poll(None if worker_fd is not None else 50)
-            status = reap_children(worker)
+            status = reap_children().get(worker)
             if status is not None or any(fd == report_fd for fd, _ in events):
                 break
     finally:
         if worker_fd is not None:
             os.close(worker_fd)
         me = os.getpid()
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(worker, signal.SIGKILL)  # the worker's group: all there is without /proc
-        except OSError:
-            pass
         kill_until_gone(lambda: below(me), reap=True)
         reap_children()
     return status

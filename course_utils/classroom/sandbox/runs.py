@@ -4,6 +4,7 @@ is gone. See :mod:`course_utils.classroom` for the design."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import secrets
@@ -42,16 +43,11 @@ MAX_MESSAGE = 2**20
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one submission.
-
-    Attributes:
-        timeout: wall-clock seconds for one worker run, from the moment it is ready to run learner
-            code (the process group is then killed).
-        cell_timeout: seconds each answer cell may run (top-level code, not the checks).
-        check_timeout: seconds each check may run (the ``timeout`` of :func:`course_utils.check`).
-        memory_mb: memory the learner's code may allocate (``RLIMIT_DATA``), on top of what PyTorch
-            and the course hold before it runs (that part differs between CPU and CUDA builds).
-    """
+    """Resource limits for one submission: ``timeout``, the wall-clock seconds for one worker run from the moment it
+    is ready to run learner code (the process group is then killed); ``cell_timeout``, the seconds each answer cell
+    may run (top-level code, not the checks); ``check_timeout``, the seconds each check may run (the ``timeout`` of
+    :func:`course_utils.check`); ``memory_mb``, the memory the learner's code may allocate (``RLIMIT_DATA``), on top
+    of what PyTorch and the course hold before it runs (that part differs between CPU and CUDA builds)."""
 
     timeout: float = 60.0
     cell_timeout: float = 30.0   # honest lesson-07 answers that time or plot take over 10 s on a busy machine
@@ -60,10 +56,9 @@ class Limits:
 
 
 class ForkServer:
-    """A ``python`` process that has imported PyTorch once and, per run, forks a supervisor that forks
-    a fresh worker (:func:`course_utils.classroom.sandbox.forkserver.serve`). It leads a session of its own, and
-    exits, killing every process it started, when this closes (or when the thread that started it
-    ends)."""
+    """A ``python`` process that has imported PyTorch once and, per run, forks a supervisor that forks a fresh worker
+    (:func:`course_utils.classroom.sandbox.forkserver.serve`). It leads a session of its own, and exits, killing every
+    process it started, when this closes (or when the thread that started it ends)."""
 
     def __init__(self) -> None:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -87,11 +82,7 @@ class ForkServer:
         return self.process.poll() is None
 
     def request(self, fds: list[int]) -> None:
-        """Ask for a worker that reads its job from, and reports on, these pipe ends.
-
-        Raises:
-            OSError: the server has gone.
-        """
+        """Ask for a worker that reads its job from, and reports on, these pipe ends (OSError: the server has gone)."""
         with self.lock:
             socket.send_fds(self.control, [b"j"], fds)
 
@@ -111,11 +102,8 @@ _SERVER_LOCK = threading.Lock()
 
 
 def fork_server(cancelled: Optional[threading.Event] = None) -> ForkServer:
-    """The fork server, started on first use (and again if it died).
-
-    Raises:
-        RuntimeError: ``cancelled`` is set (the grading it is for was interrupted: start no more workers).
-    """
+    """The fork server, started on first use (and again if it died); RuntimeError when ``cancelled`` is set (the
+    grading it is for was interrupted: start no more workers)."""
     global _SERVER
     with _SERVER_LOCK:
         if cancelled is not None and cancelled.is_set():
@@ -152,25 +140,20 @@ class Run:
 
 def _write_all(fd: int, data: bytes) -> None:
     """Write ``data`` to the pipe ``fd`` and close it (in a thread: the worker reads it when it starts)."""
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except OSError:  # the worker died before reading its job; the run reports that
-        pass
+    with contextlib.suppress(OSError), os.fdopen(fd, "wb") as f:
+        f.write(data)  # OSError: the worker died before reading its job; the run reports that
 
 
 def _remove_folder(path: str) -> None:
     """Delete a run's temporary folder, even if learner code made parts of it read-only."""
     def retry(function: Callable, name: str, *_: object) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(name), 0o700)
             if os.path.isdir(name) and not os.path.islink(name):
                 os.chmod(name, 0o700)
                 shutil.rmtree(name, ignore_errors=True)
             else:
                 os.unlink(name)
-        except OSError:
-            pass
 
     if sys.version_info >= (3, 12):
         shutil.rmtree(path, onexc=retry)
@@ -184,8 +167,7 @@ def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits,
 
     A run that never reached learner code (the fork server was killed or broken, e.g. by another
     submission) is tried once more, with a fresh server if the old one has gone: no learner code
-    ran, so the outcome cannot depend on it. Neither starts once ``cancelled`` (the grading's) is set.
-    """
+    ran, so the outcome cannot depend on it. Neither starts once ``cancelled`` (the grading's) is set."""
     run = _run_once(cells, check, limits, cancelled)
     if not run.ready and not run.messages and not (cancelled is not None and cancelled.is_set()):
         run = _run_once(cells, check, limits, cancelled)
@@ -201,10 +183,8 @@ def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits, cancell
     supervisor if learner code stopped them (``SIGSTOP``), and kills the run when it has more than
     :data:`MAX_PROCESSES` processes, or when they together hold more than ``limits.memory_mb`` on top
     of what the worker held when it became ready (:func:`course_utils.classroom.sandbox.processes.run_memory`:
-    shared memory included, which each process's ``RLIMIT_DATA`` does not count).
-    """
-    key = secrets.token_bytes(32)
-    run = Run()
+    shared memory included, which each process's ``RLIMIT_DATA`` does not count)."""
+    key, run = secrets.token_bytes(32), Run()
     tmp = tempfile.mkdtemp(prefix="course-grade-")
     job_r, job_w = os.pipe()
     channel_r, channel_w = os.pipe()
@@ -245,8 +225,7 @@ class _Follower:
     """Reads a run's channel and status pipes into its :class:`Run`, and keeps watch on its processes,
     until it has ended (see :func:`_run_once`)."""
 
-    def __init__(self, run: Run, key: bytes, channel_r: int, status_r: int, server: ForkServer,
-                 limits: Limits) -> None:
+    def __init__(self, run: Run, key: bytes, channel_r: int, status_r: int, server: ForkServer, limits: Limits) -> None:
         self.run, self.key, self.server, self.limits = run, key, server, limits
         self.channel, self.status = channel_r, status_r
         self.pending = {channel_r: b"", status_r: b""}  # open pipe ends -> incomplete last line
@@ -259,8 +238,7 @@ class _Follower:
         """Read and watch until the run has ended, or its time (or the current stage's) is up."""
         run = self.run
         grace: Optional[float] = None  # once the worker has ended: how long to wait for the last lines
-        next_watch = 0.0
-        swept = False
+        next_watch, swept = 0.0, False
         while True:
             now = time.monotonic()
             messages_over = bool(run.end) or self.channel not in self.pending
@@ -349,10 +327,10 @@ class _Follower:
         if run.ready and not run.end and len(learner) > MAX_PROCESSES:
             run.end = End.PROCESSES
             _end_run(run, everything=False)
-        if run.ready and not run.end and self.baseline is not None:
-            if procs.run_memory(learner) > self.baseline + (self.limits.memory_mb << 20):
-                run.end = End.MEMORY
-                _end_run(run, everything=False)
+        if (run.ready and not run.end and self.baseline is not None
+                and procs.run_memory(learner) > self.baseline + (self.limits.memory_mb << 20)):
+            run.end = End.MEMORY
+            _end_run(run, everything=False)
 
 
 def _end_run(run: Run, everything: bool) -> None:
@@ -362,10 +340,8 @@ def _end_run(run: Run, everything: bool) -> None:
     if session is None:
         return
     if worker is not None:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(worker, signal.SIGKILL)
-        except OSError:
-            pass
 
     def left() -> set[int]:
         found = procs.run_processes(procs.process_table(), session, worker)
@@ -383,8 +359,7 @@ def grader_error(run: Run) -> Optional[str]:
 def how_it_ended(run: Run, limits: Limits) -> tuple[str, str]:
     """(What the process did, as a phrase; a short event name for the summary)."""
     if run.end == End.TIMEOUT:
-        return (f"ran past the time limit ({limits.timeout:g} s for the whole submission) and was stopped",
-                "timed out")
+        return (f"ran past the time limit ({limits.timeout:g} s for the whole submission) and was stopped", "timed out")
     if run.end == End.STUCK:
         return (f"ran well past its own time limit ({limits.cell_timeout:g} s for a cell, {limits.check_timeout:g} s "
                 "for a check) without stopping, and was stopped", "timed out")
@@ -397,9 +372,8 @@ def how_it_ended(run: Run, limits: Limits) -> tuple[str, str]:
         return f"could not be run by the grader ({grader_error(run)})", "grader error"
     code = run.exitcode
     if code is None:
-        if run.supervisor_lost:
-            return "ended unexpectedly (the process supervising it was killed)", "stopped"
-        return "ended unexpectedly", "stopped"
+        lost = " (the process supervising it was killed)" if run.supervisor_lost else ""
+        return f"ended unexpectedly{lost}", "stopped"
     if code < 0:
         if -code == signal.SIGKILL:
             return ("was killed (SIGKILL): it ran out of memory or killed its own process", "killed")

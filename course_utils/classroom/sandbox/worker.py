@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
+import contextlib
 import gc
 import importlib
 import inspect
@@ -63,11 +64,9 @@ for _module in pkgutil.walk_packages(course_utils.__path__, "course_utils."):
         importlib.import_module(_module.name)
 for _lazy in ("torch._dynamo", "torch.fx.experimental.symbolic_shapes", "IPython.core.inputtransformer2"):
     # Checks on `meta` tensors import these (sympy, dynamo...) on first use: 3-5 s per submission;
-    # answer cells with magics need IPython's input transformer.
-    try:
+    # answer cells with magics need IPython's input transformer. Only a speed-up: any failure is ignored.
+    with contextlib.suppress(Exception):
         __import__(_lazy)
-    except Exception:  # pragma: no cover - only a speed-up
-        pass
 prepare_pytorch()
 
 
@@ -85,12 +84,9 @@ __all__ = ["run_cell", "check_answer", "notebook_namespace", "main", "pristine_s
 
 
 class _NoIPython:
-    """``get_ipython()`` while grading: magics, shell commands (``!cmd``) and help (``x?``) do nothing
-    and return ``None`` (``files = !ls`` gives ``[]``); ``%%time`` and ``%%capture`` run their body.
-
-    Args:
-        run_body: runs a cell magic's body as answer-cell code.
-    """
+    """``get_ipython()`` while grading: magics, shell commands (``!cmd``) and help (``x?``) do nothing and return
+    ``None`` (``files = !ls`` gives ``[]``); ``%%time`` and ``%%capture`` run their body (with ``run_body``, as
+    answer-cell code)."""
 
     def __init__(self, run_body: Callable[[str], None]) -> None:
         self._run_body = run_body
@@ -166,11 +162,8 @@ def _line(e: BaseException, filename: str) -> str:
 
 def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory_mb: int,
              guard: ReferenceGuard) -> Optional[CellFailure]:
-    """Execute one answer cell in ``namespace`` within ``seconds``.
-
-    Returns:
-        ``None`` if it ran to the end, else how it failed.
-    """
+    """Execute one answer cell in ``namespace`` within ``seconds``: ``None`` if it ran to the end, else how it
+    failed."""
     try:
         code = _compile(source, filename, guard)
     except SyntaxError as e:
@@ -211,8 +204,7 @@ def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure],
 
     The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.sandbox.integrity.pristine_torch`).
     Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
-    hostile ``__str__``), fails this exercise only.
-    """
+    hostile ``__str__``), fails this exercise only."""
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error.kind in FATAL_CELL_ERRORS:
         timed_out = cell_error.kind == CellError.TIMEOUT
@@ -223,16 +215,11 @@ def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure],
         prefix = cell_error.message + " " if cell_error else "Your answer cell does not define "
         missing = f"`{ex.name}` is not defined." if cell_error else f"`{ex.name}`."
         return ResultMessage(ex_id, FAILED, prefix + missing, misconceptions.MISSING)
-    uses_reference = ResultMessage(ex_id, FAILED, f"`{ex.name}` uses a course reference solution (your code calls "
-                                                  "one, or runs a copy of its code): write your own code.",
-                                   misconceptions.REFERENCE)
     if guard.is_reference(answer):
         return ResultMessage(ex_id, FAILED, f"`{ex.name}` is a course reference solution (imported, wrapped or "
                                             "copied from course_utils), not your own code.", misconceptions.REFERENCE)
-    if ex_id in guard.flagged or OWN_CELL in guard.flagged:  # its answer cell (or a cell of the learner's own
-        return uses_reference                                 # that the answers use) ran a copy of a reference
-    if taken := _took_frames(guard, ex_id):
-        return taken
+    if caught := _caught(guard, ex_id, ex.name):
+        return caught
     try:
         with pristine_torch(start), guard.running(ex_id, checking=True):
             result = checking.check(ex_id, answer, timeout=timeout)
@@ -240,24 +227,24 @@ def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure],
     except BaseException as e:  # KeyboardInterrupt from the answer, or raised while describing its error
         return ResultMessage(ex_id, FAILED, f"Checking `{ex.name}` stopped: your code raised {type_name(e)}, which "
                                             "ended the check. Make sure it returns normally.", misconceptions.RAISED)
-    if ex_id in guard.flagged or OWN_CELL in guard.flagged:
-        return uses_reference
-    if taken := _took_frames(guard, ex_id):
-        return taken
+    if caught := _caught(guard, ex_id, ex.name):
+        return caught
     if cell_error:
         feedback += f" (Note: {cell_error.message[0].lower()}{cell_error.message[1:]})"
     return ResultMessage(ex_id, status, feedback, code, points)
 
 
-def _took_frames(guard: ReferenceGuard, ex_id: str) -> Optional[ResultMessage]:
-    """The failing result of an exercise whose code (or a cell of the learner's own) took a frame of the
-    call stack at run time (:meth:`ReferenceGuard.note_frame_access`), else ``None``."""
+def _caught(guard: ReferenceGuard, ex_id: str, name: str) -> Optional[ResultMessage]:
+    """The failing result of an exercise whose code (or a cell of the learner's own that the answers use) ran a copy
+    of a reference, or took a frame of the call stack at run time (:meth:`ReferenceGuard.note_frame_access`), else
+    ``None``."""
+    if ex_id in guard.flagged or OWN_CELL in guard.flagged:
+        return ResultMessage(ex_id, FAILED, f"`{name}` uses a course reference solution (your code calls one, or runs "
+                                            "a copy of its code): write your own code.", misconceptions.REFERENCE)
     what = guard.frames_read.get(ex_id) or guard.frames_read.get(OWN_CELL)
-    if what is None:
-        return None
-    return ResultMessage(ex_id, FAILED, f"Not graded: your code took a frame of the call stack while it ran "
-                                        f"(`{what}`), and the checker keeps the expected answers there. Solve the "
-                                        "exercise with your own code.", misconceptions.CALL_STACK)
+    return None if what is None else ResultMessage(
+        ex_id, FAILED, f"Not graded: your code took a frame of the call stack while it ran (`{what}`), and the checker "
+        "keeps the expected answers there. Solve the exercise with your own code.", misconceptions.CALL_STACK)
 
 
 def _isolate(memory_mb: int) -> None:
@@ -317,13 +304,10 @@ def _drop_privileges(user: str, tmp: str) -> None:
 
 def _data_in_use() -> int:
     """Bytes this process already counts against ``RLIMIT_DATA`` (``VmData``; 0 without ``/proc``)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) << 10
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) << 10
     return 0
 
 
@@ -344,17 +328,12 @@ def notebook_namespace() -> dict:
 
 
 def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
-    """Grade one submission's answer cells; the process ends here.
+    """Grade one submission's answer cells (``job``: the cells, the exercises to check, the limits and the run's HMAC
+    key), reporting on the pipe ``channel``; the process ends here. ``pristine`` is the state to start from, made by the
+    fork server (:func:`pristine_state`); else it is made here.
 
-    Args:
-        channel: file descriptor of the pipe to the grader.
-        job: the cells, the exercises to check, the limits, and the HMAC key for this run.
-        pristine: the state to start from, made by the fork server (:func:`pristine_state`); else made here.
-
-    The cells run in order; each exercise of ``check`` is checked right after its last cell (one
-    without cells, at the end). The messages sent, and their order, are described in
-    :mod:`course_utils.classroom.sandbox.messages`.
-    """
+    The cells run in order; each exercise of ``check`` is checked right after its last cell (one without cells, at the
+    end). The messages sent, and their order, are described in :mod:`course_utils.classroom.sandbox.messages`."""
     send = _sender(channel, job.key)
     killpg = os.killpg  # its own reference, as send's (see _sender)
     try:
@@ -390,13 +369,9 @@ def _sender(channel: int, key: bytes) -> Callable[[Message], None]:
 
 
 class _Run:
-    """One submission in this worker: its answer cells in order, each exercise checked after its last
-    cell, the integrity of what the checks rely on verified after each (see :func:`main`).
-
-    Args:
-        job: what :func:`main` was given.
-        send: :func:`_sender`'s ``send``.
-    """
+    """One submission in this worker (``job``: what :func:`main` was given; ``send``: :func:`_sender`'s): its answer
+    cells in order, each exercise checked after its last cell, the integrity of what the checks rely on verified after
+    each (see :func:`main`)."""
 
     def __init__(self, job: Job, send: Callable[[Message], None], pristine: Optional[Pristine] = None) -> None:
         self.job, self.send = job, send

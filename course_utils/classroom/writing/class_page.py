@@ -48,8 +48,7 @@ def _bars(title: str, items: list[tuple[str, int, int]], total_label: str) -> st
     height, width, left = 22 * len(items) + 10, 560, 170
     rows = []
     for i, (label, value, whole) in enumerate(items):
-        y = 5 + 22 * i
-        w = (width - left - 90) * value / whole if whole else 0
+        y, w = 5 + 22 * i, (width - left - 90) * value / whole if whole else 0
         rows.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{_e(label)}</text>'
                     f'<rect class="bar" x="{left}" y="{y + 3}" width="{w:.1f}" height="14"/>'
                     f'<text x="{left + w + 6:.1f}" y="{y + 14}">{value} of {whole} ({_percent(value, whole)})</text>')
@@ -57,6 +56,14 @@ def _bars(title: str, items: list[tuple[str, int, int]], total_label: str) -> st
     return (f'<svg role="img" aria-label="{_e(alt)}" viewBox="0 0 {width} {height}" width="100%" '
             f'style="max-width:{width}px"><line class="axis" x1="{left}" y1="0" x2="{left}" y2="{height}"/>'
             f'{"".join(rows)}</svg>')
+
+
+def _table(caption: str, columns: tuple[str, ...], rows: str) -> str:
+    """A table of ``rows`` under its ``caption``, a header cell per column (a name starting with ``#`` is a number
+    column, right-aligned, shown without the ``#``)."""
+    head = "".join(f"<th scope='col' class='n'>{c[1:]}</th>" if c.startswith("#") else f"<th scope='col'>{c}</th>"
+                   for c in columns)
+    return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def _distribution(counts: dict[int, int], most: int, what: str) -> str:
@@ -78,20 +85,14 @@ def _distribution(counts: dict[int, int], most: int, what: str) -> str:
 
 def render_html(report: ClassReport) -> str:
     """The report as one self-contained, accessible HTML page (no script)."""
-    parts = [f"<h1>What did the class get wrong?</h1><p class='muted'>{report.students} students, "
-             f"{report.submissions} submissions, {report.rows} graded exercises. Read as "
-             f"{_e(report.layout)}."
+    parts = [f"<h1>What did the class get wrong?</h1><p class='muted'>{report.students} students, {report.submissions} "
+             f"submissions, {report.rows} graded exercises. Read as {_e(report.layout)}."
              f"{' Names hidden (--anonymous).' if report.anonymous else ''}</p>"]
-    parts.append(_plan_section(report))
-    parts.append(_course_section(report))
-    parts.append(_misconception_section(report))
-    parts.append(_prediction_section(report))
-    parts.append(_follow_up_section(report))
-    parts.append(_exercise_section(report))
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>Class report: what did the class get wrong?</title><style>{_CSS}</style></head>"
-            f"<body><main>{''.join(parts)}</main></body></html>")
+    parts += [section(report) for section in (_plan_section, _course_section, _misconception_section,
+                                              _prediction_section, _follow_up_section, _exercise_section)]
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+            "content='width=device-width, initial-scale=1'><title>Class report: what did the class get wrong?</title>"
+            f"<style>{_CSS}</style></head><body><main>{''.join(parts)}</main></body></html>")
 
 
 def _plan_section(report: ClassReport) -> str:
@@ -100,8 +101,7 @@ def _plan_section(report: ClassReport) -> str:
     items, reteach = [], report.to_reteach()
     for s in report.lessons:
         top = reteach[s.lesson]
-        said = "".join(f"<li>{code_html(m.name)}: <b>{n}</b> of {of} ({_percent(n, of)})."
-                       f" Ask: {code_html(m.question)}"
+        said = "".join(f"<li>{code_html(m.name)}: <b>{n}</b> of {of} ({_percent(n, of)}). Ask: {code_html(m.question)}"
                        + (f" <a href='{_e(m.link)}'>Taught in {code_html(m.section)}</a>" if m.link else "")
                        + "</li>" for m, n, of in top)
         nothing = f"<li>No misconception shown by {report.min_share:.0%} of the class or more.</li>"
@@ -137,38 +137,25 @@ def _prediction_section(report: ClassReport) -> str:
         f"<td class='n'>{f'{q.right_first} ({_percent(q.right_first, q.predicted)})' if q.predicted else '-'}</td>"
         f"<td>{code_html('; '.join(f'{option}: {n}' for option, n in q.wrong)) or '-'}</td></tr>"
         for q in report.quizzes)
+    table = _table("Quizzes: predictions recorded, right first time, wrong options chosen",
+                   ("Quiz", "#Predicted", "#Right first time", "Wrong first predictions"), rows)
     return ("<h2 id='predictions'>What the class predicted</h2><p class='muted'>Each student's first prediction on "
             "each quiz, from the record their notebook's <code>cu.progress()</code> cell saved (a notebook saved "
             "before that cell ran has none). Predictions are what students wrote before they knew: a signal for "
-            "planning, never a grade.</p><table><caption>Quizzes: predictions recorded, right first time, wrong "
-            "options chosen</caption><thead><tr><th scope='col'>Quiz</th><th scope='col' class='n'>Predicted</th>"
-            "<th scope='col' class='n'>Right first time</th><th scope='col'>Wrong first predictions</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>")
+            f"planning, never a grade.</p>{table}")
 
 
 def _course_section(report: ClassReport) -> str:
     rows = "".join(f"<tr><th scope='row'>Lesson {_e(s.lesson)}</th><td class='n'>{s.students}</td>"
                    f"<td class='n'>{s.mean_percent:.0f}%</td><td class='n'>{s.all_passed}</td>"
                    f"<td class='n'>{s.zero}</td><td class='n'>{s.late}</td></tr>" for s in report.lessons)
+    table = _table("Each lesson", ("Lesson", "#Students", "#Mean score", "#Passed all", "#Scored zero", "#Late"), rows)
     chart = _bars("Students who passed every exercise of a lesson",
                   [(f"Lesson {s.lesson}", s.all_passed, s.students) for s in report.lessons], "students")
-    return ("<h2>Where the class stands</h2>"
-            f"<figure>{chart}<figcaption>Students who passed every exercise of each lesson, of those who handed "
-            "it in.</figcaption></figure>"
-            "<table><caption>Each lesson</caption><thead><tr><th scope='col'>Lesson</th>"
-            "<th scope='col' class='n'>Students</th><th scope='col' class='n'>Mean score</th>"
-            "<th scope='col' class='n'>Passed all</th><th scope='col' class='n'>Scored zero</th>"
-            "<th scope='col' class='n'>Late</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
-            + "<div class='row'>" + "".join(
-                f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "
-                f"students by points</figcaption></figure>" for s in report.lessons) + "</div>")
-
-
-def _lessons_named(lessons: list[str]) -> str:
-    """``lesson 03`` or ``lessons 03 and 06``."""
-    return (f"lesson {lessons[0]}" if len(lessons) == 1
-            else f"lessons {', '.join(lessons[:-1])} and {lessons[-1]}")
+    figures = "".join(f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Lesson {_e(s.lesson)}: "
+                      "students by points</figcaption></figure>" for s in report.lessons)
+    return (f"<h2>Where the class stands</h2><figure>{chart}<figcaption>Students who passed every exercise of each "
+            f"lesson, of those who handed it in.</figcaption></figure>{table}<div class='row'>{figures}</div>")
 
 
 def _misconception_section(report: ClassReport) -> str:
@@ -178,23 +165,24 @@ def _misconception_section(report: ClassReport) -> str:
     cards = []
     for rank, m in enumerate(specific, start=1):
         section = (f"<a href='{_e(m.link)}'>{code_html(m.section)}</a>" if m.link else code_html(m.section))
-        cards.append(f"<div class='card'><h3>{rank}. {code_html(m.name)}</h3>"
-                     f"<p><b>{m.students}</b> of the {m.of} students who handed in "
-                     f"{_e(_lessons_named(sorted(m.by_lesson)))} ({_percent(m.students, m.of)}), in "
-                     f"{_e(', '.join(m.exercises))} · "
-                     f"code <code>{_e(m.code)}</code></p><p>{code_html(m.explanation)}</p>"
-                     f"<p>Taught in: {section}</p><p>Ask the class: {code_html(m.question)}</p></div>")
+        lessons = sorted(m.by_lesson)   # "lesson 03" or "lessons 03 and 06"
+        named = f"lesson {lessons[0]}" if len(lessons) == 1 else f"lessons {', '.join(lessons[:-1])} and {lessons[-1]}"
+        cards.append(f"<div class='card'><h3>{rank}. {code_html(m.name)}</h3><p><b>{m.students}</b> of the {m.of} "
+                     f"students who handed in {_e(named)} ({_percent(m.students, m.of)}), in "
+                     f"{_e(', '.join(m.exercises))} · code <code>{_e(m.code)}</code></p>"
+                     f"<p>{code_html(m.explanation)}</p><p>Taught in: {section}</p>"
+                     f"<p>Ask the class: {code_html(m.question)}</p></div>")
     none = "<p>No misconception the checks name was shown that often.</p>" if not specific else ""
-    other = "".join(f"<tr><th scope='row'>{code_html(m.name)} <code>{_e(m.code)}</code></th>"
-                    f"<td class='n'>{m.students}</td><td>{_e(', '.join(m.exercises))}</td></tr>" for m in generic)
-    other_table = ("<table><caption>Other reasons answers failed (no particular misconception)</caption><thead><tr>"
-                   "<th scope='col'>Reason</th><th scope='col' class='n'>Students</th><th scope='col'>Exercises"
-                   f"</th></tr></thead><tbody>{other}</tbody></table>") if generic else ""
-    few = "".join(f"<tr><th scope='row'>{code_html(m.name)} <code>{_e(m.code)}</code></th>"
-                  f"<td class='n'>{m.students} of {m.of}</td><td>{_e(', '.join(m.exercises))}</td></tr>" for m in rare)
-    few_table = (f"<table><caption>Shown by fewer than {report.min_share:.0%} of the students who handed the lesson "
-                 "in</caption><thead><tr><th scope='col'>Misconception</th><th scope='col' class='n'>Students</th>"
-                 f"<th scope='col'>Exercises</th></tr></thead><tbody>{few}</tbody></table>") if rare else ""
+
+    def rows(found: list, of: bool) -> str:
+        return "".join(f"<tr><th scope='row'>{code_html(m.name)} <code>{_e(m.code)}</code></th><td class='n'>"
+                       f"{m.students}{f' of {m.of}' if of else ''}</td><td>{_e(', '.join(m.exercises))}</td></tr>"
+                       for m in found)
+
+    other_table = _table("Other reasons answers failed (no particular misconception)",
+                         ("Reason", "#Students", "Exercises"), rows(generic, of=False)) if generic else ""
+    few_table = _table(f"Shown by fewer than {report.min_share:.0%} of the students who handed the lesson in",
+                       ("Misconception", "#Students", "Exercises"), rows(rare, of=True)) if rare else ""
     return ("<h2>Misconceptions to re-teach</h2><p class='muted'>Ranked by how many students showed each (a "
             f"student counts once per misconception); a card for each shown by {report.min_share:.0%} of the "
             f"students or more.</p>{none}{''.join(cards)}{few_table}{other_table}")
@@ -206,9 +194,8 @@ def _exercise_section(report: ClassReport) -> str:
     for s in report.exercises:
         codes = ", ".join(f"{misconceptions.get(c).name} ({n})" for c, n in
                           sorted(s.codes.items(), key=lambda kv: (-kv[1], kv[0])))
-        out.append(f"<h3>{_e(s.exercise)} · {code_html(s.title)}</h3>"
-                   f"<p>{s.attempted} of {s.students} attempted, {s.passed} passed "
-                   f"({_percent(s.passed, s.students)}).</p>"
+        out.append(f"<h3>{_e(s.exercise)} · {code_html(s.title)}</h3><p>{s.attempted} of {s.students} attempted, "
+                   f"{s.passed} passed ({_percent(s.passed, s.students)}).</p>"
                    f"<figure>{_distribution(s.scores, s.max_points, 'points')}<figcaption>Students by points "
                    f"(0 to {s.max_points}).</figcaption></figure>"
                    + (f"<p>Failed answers: {code_html(codes)}.</p>" if codes else ""))
@@ -223,9 +210,7 @@ def _follow_up_section(report: ClassReport) -> str:
                    f"<td>{_e('; '.join(f.reasons))}</td></tr>" for f in report.follow_up)
     return ("<h2 id='follow-up'>To follow up</h2><p class='muted'>To offer help, not to blame: a zero is often a "
             "file handed in unsaved, a time limit a loop that never ends. Each student once, with every reason.</p>"
-            "<table><caption>Students to follow up</caption><thead><tr><th scope='col'>Student</th><th scope='col'>Lessons</th>"
-            "<th scope='col'>Why</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>")
+            + _table("Students to follow up", ("Student", "Lessons", "Why"), rows))
 
 
 __all__ = ["render_html"]

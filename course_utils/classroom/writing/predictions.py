@@ -13,8 +13,9 @@ options, a whole number of attempts); whether the first prediction was right is 
 from __future__ import annotations
 
 import string
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence, TextIO
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from ...exceptions import InvalidSubmission
 from ...files import atomic_open
@@ -51,8 +52,7 @@ class Prediction:
 
     def values(self) -> tuple[str, ...]:
         """The row as CSV fields, in :data:`HEADER` order."""
-        return (self.submission, self.quiz, self.first, "true" if self.first_correct else "false",
-                str(self.attempts))
+        return (self.submission, self.quiz, self.first, "true" if self.first_correct else "false", str(self.attempts))
 
 
 def recorded(nb: dict, submission: str, lesson: str) -> list[Prediction]:
@@ -103,13 +103,9 @@ def read_submissions(lessons: Mapping[str, str]) -> list[Prediction]:
 def write_csv(predictions: Iterable[Prediction], path: str) -> None:
     """Write the predictions CSV to ``path`` (atomically; fields as :func:`~.reports.csv_field` writes them)."""
     with atomic_open(path, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
-        _write(predictions, f)
-
-
-def _write(predictions: Iterable[Prediction], f: TextIO) -> None:
-    f.write(",".join(HEADER) + "\n")
-    for p in sorted(predictions, key=lambda p: (p.submission, p.quiz)):
-        f.write(",".join(csv_field(v) for v in p.values()) + "\n")
+        f.write(",".join(HEADER) + "\n")
+        for p in sorted(predictions, key=lambda p: (p.submission, p.quiz)):
+            f.write(",".join(csv_field(v) for v in p.values()) + "\n")
 
 
 def is_predictions_csv(header: Sequence[str]) -> bool:
@@ -120,16 +116,14 @@ def is_predictions_csv(header: Sequence[str]) -> bool:
 def read_csv(rows: Iterable[list[str]]) -> list[Prediction]:
     """The predictions in a predictions CSV's ``rows`` (after its header); rows that are not a registered quiz,
     a letter among its options and a whole number of attempts are left out."""
-    known = set(_quizzes().quiz_ids())
-    found = []
+    known, found = set(_quizzes().quiz_ids()), []
     for fields in rows:
         if len(fields) < len(HEADER) or fields[1] not in known:
             continue
         quiz = _quizzes().get_quiz(fields[1])
         first, attempts = fields[2], fields[4]
         if len(first) == 1 and first in string.ascii_lowercase[:len(quiz.options)] and attempts.isdigit():
-            found.append(Prediction(csv_unescape(fields[0]), quiz.id, first,
-                                    min(max(int(attempts), 1), MAX_ATTEMPTS)))
+            found.append(Prediction(csv_unescape(fields[0]), quiz.id, first, min(max(int(attempts), 1), MAX_ATTEMPTS)))
     return found
 
 
@@ -158,12 +152,8 @@ def quiz_stats(predictions: Iterable[Prediction], whose: Mapping[str, Student],
                handed_in: Mapping[str, Iterable[str]]) -> list[QuizStats]:
     """Per quiz of the lessons handed in, what the students predicted first: each student once (from their first
     submission, in path order, that recorded the quiz), counted among the students who handed its lesson in.
-
-    Args:
-        predictions: from the predictions CSVs.
-        whose: submission -> its student (:func:`course_utils.classroom.reading.layouts.students`).
-        handed_in: submission -> its lessons (from the grades).
-    """
+    ``predictions`` come from the predictions CSVs, ``whose`` maps a submission to its student
+    (:func:`course_utils.classroom.reading.layouts.students`) and ``handed_in`` to its lessons (from the grades)."""
     of: dict[str, set[str]] = {}
     for submission, lessons in handed_in.items():
         for lesson in lessons:
@@ -180,11 +170,8 @@ def quiz_stats(predictions: Iterable[Prediction], whose: Mapping[str, Student],
             continue
         quiz = _quizzes().get_quiz(quiz_id)
         mine = [p for (q, _), p in first.items() if q == quiz_id]
-        wrong: dict[str, int] = {}
-        for p in mine:
-            if not p.first_correct:
-                option = f"{p.first}) {quiz.options[string.ascii_lowercase.index(p.first)]}"
-                wrong[option] = wrong.get(option, 0) + 1
+        wrong = Counter(f"{p.first}) {quiz.options[string.ascii_lowercase.index(p.first)]}" for p in mine
+                        if not p.first_correct)
         letter = string.ascii_lowercase[quiz.answer]
         stats.append(QuizStats(quiz_id, lesson, quiz.question, f"{letter}) {quiz.options[quiz.answer]}",
                                len(of[lesson]), len(mine), sum(p.first_correct for p in mine),

@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
@@ -39,10 +40,8 @@ def csv_field(text: str) -> str:
     """One CSV field, safe to open in a spreadsheet.
 
     A field that starts like a formula (``=`` ``+`` ``-`` ``@``, tab or carriage return: a file named
-    ``=HYPERLINK(...).ipynb``) gets a leading ``'``, as OWASP recommends, so that it stays text. A
-    field holding a comma, semicolon (the separator in some locales), quote, tab or line break is
-    quoted (RFC 4180).
-    """
+    ``=HYPERLINK(...).ipynb``) gets a leading ``'``, as OWASP recommends, so that it stays text. A field holding a
+    comma, semicolon (the separator in some locales), quote, tab or line break is quoted (RFC 4180)."""
     if text.startswith(_FORMULA_START):
         text = "'" + text
     if any(c in text for c in ',;"\t\r\n'):
@@ -74,8 +73,7 @@ class CsvFile:
     (``grades.csv.<random>.partial``), so a batch that is killed keeps what it graded there. When
     the batch ends (or is interrupted) the sorted CSV replaces ``--out`` in one atomic rename and
     the partial file is removed; until then an existing ``--out`` is untouched. A target that is
-    not a regular file (``/dev/stdout``, a pipe) gets the sorted CSV only, at the end.
-    """
+    not a regular file (``/dev/stdout``, a pipe) gets the sorted CSV only, at the end."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -119,12 +117,9 @@ def gradescope_results(grade: SubmissionGrade, execution_time: float | None = No
     ``visibility``, and ``tags``: the misconception codes, for a failed one), ``execution_time`` in seconds when
     given, and in ``extra_data`` the submission's path, when it was handed in, whether late and its answers' hash."""
     from ...exercises import get_exercise
-    tests = []
-    for row in grade.rows:
-        ex = get_exercise(row.exercise)
-        tests.append({"name": f"{row.exercise}: {ex.title}", "number": row.exercise, "score": row.points,
-                      "max_score": row.max_points, "status": "passed" if row.passed else "failed",
-                      "output": row.feedback, "visibility": "visible", "tags": row.code.split()})
+    tests = [{"name": f"{row.exercise}: {get_exercise(row.exercise).title}", "number": row.exercise,
+              "score": row.points, "max_score": row.max_points, "status": "passed" if row.passed else "failed",
+              "output": row.feedback, "visibility": "visible", "tags": row.code.split()} for row in grade.rows]
     extra = {"submission": grade.submission, "submitted": grade.submitted, "late": grade.late, "answers": grade.answers}
     results = {"score": grade.points, "output": grade.total().feedback, "tests": tests,
                "extra_data": {**extra, **({"code": grade.note_code} if grade.note_code else {})}}
@@ -140,19 +135,16 @@ _FOLDER_MAX_BYTES = 200
 def gradescope_folder(submission: str, strict: bool = False) -> str:
     """The folder name for a submission's ``results.json``: its path as given, percent-encoded.
 
-    ``%``, ``/``, ``\\``, ``~``, the characters Windows forbids (``<>:"|?*``) and control characters
-    become ``%XX`` (their UTF-8 bytes), as do a leading ``.`` and a trailing space or ``.``, so that
-    the name is one folder on any system and ``urllib.parse.unquote(name) == submission``:
-    ``subs/John Smith/hw.ipynb`` -> ``subs%2FJohn Smith%2Fhw.ipynb``. ``strict`` also encodes capital
-    letters and non-ASCII characters (for names that differ only in case, which collide on macOS and
-    Windows). A name over 200 bytes is cut, and ends with ``~`` and a hash of the path; it cannot be
-    decoded: read ``extra_data.submission`` in its ``results.json``.
-    """
+    ``%``, ``/``, ``\\``, ``~``, the characters Windows forbids (``<>:"|?*``) and control characters become ``%XX``
+    (their UTF-8 bytes), as do a leading ``.`` and a trailing space or ``.``, so that the name is one folder on any
+    system and ``urllib.parse.unquote(name) == submission``: ``subs/John Smith/hw.ipynb`` ->
+    ``subs%2FJohn Smith%2Fhw.ipynb``. ``strict`` also encodes capital letters and non-ASCII characters (for names that
+    differ only in case, which collide on macOS and Windows). A name over 200 bytes is cut, and ends with ``~`` and a
+    hash of the path; it cannot be decoded: read ``extra_data.submission`` in its ``results.json``."""
     tokens = []
     for i, ch in enumerate(submission):
         edge = (i == 0 and ch == ".") or (i == len(submission) - 1 and ch in " .")
-        if (ch in _FOLDER_UNSAFE or not ch.isprintable() or edge
-                or (strict and (ch.isupper() or not ch.isascii()))):
+        if ch in _FOLDER_UNSAFE or not ch.isprintable() or edge or (strict and (ch.isupper() or not ch.isascii())):
             raw = ch.encode("utf-8", "surrogateescape" if "\udc80" <= ch <= "\udcff" else "surrogatepass")
             tokens.append("".join(f"%{b:02X}" for b in raw))
         else:
@@ -177,9 +169,7 @@ def gradescope_folders(submissions: Sequence[str]) -> dict[str, str]:
         return unicodedata.normalize("NFC", name).casefold()
 
     names = {s: gradescope_folder(s) for s in submissions}
-    counts: dict[str, int] = {}
-    for name in names.values():
-        counts[key(name)] = counts.get(key(name), 0) + 1
+    counts = Counter(key(name) for name in names.values())
     return {s: gradescope_folder(s, strict=True) if counts[key(n)] > 1 else n for s, n in names.items()}
 
 
@@ -193,12 +183,8 @@ def write_results(grade: SubmissionGrade, directory: str, folder: str) -> Path:
 
 
 def write_gradescope(grades: Sequence[SubmissionGrade], directory: str) -> list[Path]:
-    """Write ``DIRECTORY/<folder>/results.json`` for each submission, the folder named by
-    :func:`gradescope_folders` (the submission's path, percent-encoded: one folder per path).
-
-    Returns:
-        The files written.
-    """
+    """Write ``DIRECTORY/<folder>/results.json`` for each submission, the folder named by :func:`gradescope_folders`
+    (the submission's path, percent-encoded: one folder per path); returns the files written."""
     folders = gradescope_folders([g.submission for g in grades])
     return [write_results(grade, directory, folders[grade.submission]) for grade in grades]
 
