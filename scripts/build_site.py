@@ -107,6 +107,33 @@ def build(source: Path = SOURCE, output: Path = SITE, strict: bool = True) -> in
     return subprocess.run(cmd, env=env, cwd=ROOT).returncode
 
 
+#: A link in a cell's output to a lesson (``05_device_attribute.ipynb#2.-Comparing-devices``), and the widgets' state
+#: that an executed notebook carries (the site draws no widget: it shows their text forms).
+OUTPUT_LINK = re.compile(r"""href=(["'])([^"':#]+)\.ipynb(#[^"']*)?\1""")
+WIDGET_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>', re.S)
+
+
+def finish(html: Path = HTML) -> None:
+    """The built pages, with each link that a cell's output makes to a lesson (``.ipynb``, JupyterLab's anchor)
+    pointing at the lesson's page and the section's id there, and without the widgets' state."""
+    from docutils.nodes import make_id
+
+    pages = [page.resolve() for page in html.rglob("*.html")]
+    ids = {page: set(re.findall(r'\bid="([^"]+)"', page.read_text(encoding="utf-8"))) for page in pages}
+    for page in ids:
+        text = page.read_text(encoding="utf-8")
+
+        def fix(match: re.Match, page: Path = page) -> str:
+            target = (page.parent / (match.group(2) + ".html")).resolve()
+            if target not in ids:
+                return match.group(0)
+            anchor = make_id(match.group(3) or "")   # Sphinx's id of a section: "1.-Meet-the-error" -> "meet-the-error"
+            return f'href="{match.group(2)}.html{"#" + anchor if anchor in ids[target] else ""}"'
+        fixed = WIDGET_STATE.sub("", OUTPUT_LINK.sub(fix, text))
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hub", default=os.environ.get("COURSE_HUB_URL", ""),
@@ -117,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     stage(repo, branch, args.hub.rstrip("/"))
     status = build(strict=not args.lenient)
+    if status == 0:
+        finish()
     took = time.perf_counter() - start
     print(f"{'built' if status == 0 else 'FAILED'} in {took:.0f} s: {HTML / 'index.html'}")
     return status

@@ -2,20 +2,21 @@
 
 The simulated GPU's work is the CPU's, so a stopwatch around it measures the CPU and the simulator's bookkeeping.
 This clock keeps a GPU's time instead, for the host and the device alike. Each operation on the simulated GPU costs
-the host a kernel launch (PyTorch's own time for the call included) and queues a kernel on the modeled device, which runs
-the kernels one after another, each for a short floor plus its work at the GPU's throughput (a matrix product's
-FLOPs, any other kernel's bytes read and written at its memory bandwidth). The host runs ahead of the device and
-waits only where a GPU makes it wait: reading a value (``.item()``, printing), a copy back to the host, a copy from
-pageable host memory, ``synchronize()``. Copies cost their latency and size over the link, pinned or pageable.
+the host a kernel launch (PyTorch's own time for the call included) and queues a kernel on the modeled device,
+which runs the kernels one after another, each for a short floor plus its work at the GPU's throughput (a matrix
+product's FLOPs, any other kernel's bytes read and written at its memory bandwidth). The host runs ahead of the
+device and waits only where a GPU makes it wait: reading a value (``.item()``, printing), a copy back to the host, a
+copy from pageable host memory, ``synchronize()``. Copies cost their latency and size over the link, pinned or
+pageable.
 
 What the model counts: launches, kernels (matrix products and memory-bound kernels), copies and waits. What it
 ignores: the host's own work between operations (Python, and PyTorch on CPU tensors: a few microseconds a step in
-the lessons' loops), caches, occupancy and kernel fusion, tensor cores and lower precisions (float32 throughput throughout),
-streams (one queue), the allocator, clocks boosting or throttling, and other processes sharing the GPU.
+the lessons' loops), caches, occupancy and kernel fusion, tensor cores and lower precisions (float32 throughput
+throughout), streams (one queue), the allocator, clocks boosting or throttling, and other processes sharing the GPU.
 
 A profile is a GPU's figures: ``h100`` is calibrated on the course's recorded H100 run
 (``course_utils/data/reference_gpu.json``), ``t4`` (the GPU Colab lends) comes from NVIDIA's published figures.
-``benchmarks/sim_clock.py`` compares the model with the recorded run, size by size.
+``python benchmarks/run.py --only simclock`` compares the model with the recorded run, size by size.
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ class Clock:
         copy into page-locked memory), and the clock counts it as pinned from now on."""
         with self.lock:
             self.host += tensor.nbytes / self.profile.pageable[1]
-        self.pinned[id(tensor)] = weakref.ref(tensor, lambda _, key=id(tensor): self.pinned.pop(key, None))
+        key = id(tensor)
+        self.pinned[key] = weakref.ref(tensor, lambda _: self.pinned.pop(key, None))
 
     def to_host(self, nbytes: int) -> None:
         """A copy to the host (a value read, ``.cpu()``): after everything queued, and the host waits for it."""

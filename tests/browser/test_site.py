@@ -145,6 +145,51 @@ def test_the_licenses_have_pages_linked_from_every_footer(site, page):
     assert "Attribution 4.0 International" in page.locator(ARTICLE).inner_text()
 
 
+def _pages(site: Path) -> list[Path]:
+    """Every page of the site (not the theme's templates under ``_static``)."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+def test_every_internal_link_resolves(site):
+    """Each link to a page of the site (a lesson's "Learn more" in a cell's output included) reaches a file, and its
+    anchor an id on that page."""
+    from urllib.parse import unquote
+
+    ids = {page: set(re.findall(r"""\bid=["']([^"']+)["']""", page.read_text(encoding="utf-8")))
+           for page in _pages(site)}
+    broken = []
+    for page in ids:
+        for href in re.findall(r"""href=["']([^"']*)["']""", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|//", href):
+                continue   # another site
+            target, _, anchor = href.partition("#")
+            path = (page.parent / unquote(target.partition("?")[0])).resolve() if target else page
+            if not path.exists() or (anchor and path in ids and unquote(anchor) not in ids[path]):
+                broken.append(f"{page.relative_to(site)}: {href}")
+    assert broken == [], broken
+
+
+def test_no_page_scrolls_sideways_at_320_px(site, page):
+    """WCAG 2.2 AA reflow (1.4.10): at 320 CSS pixels wide, wide outputs, code and tables scroll in their own boxes."""
+    page.set_viewport_size({"width": 320, "height": 640})
+    wide = []
+    for path in _pages(site):
+        page.goto(path.as_uri())
+        width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        if width[0] > width[1] + 1:
+            wide.append(f"{path.relative_to(site)}: {width[0]} px for {width[1]}")
+    assert wide == [], wide
+
+
+def test_pages_carry_no_widget_state_and_link_only_addresses(site):
+    """The widgets' state an executed notebook holds is not sent to readers (the site draws no widget), and a file
+    name that looks like an address (``MPSFallback.mm``) stays text."""
+    for path in _pages(site):
+        text = path.read_text(encoding="utf-8")
+        assert "widget-state+json" not in text, path
+        assert not re.search(r"<a [^>]*>[\w/]+\.mm</a>", text), path   # an Objective-C++ file of PyTorch's
+
+
 def test_the_build_fails_on_an_error_in_a_cell_not_tagged_raises_exception(tmp_path):
     """With the site's own settings, a cell tagged ``raises-exception`` may raise; any other error fails the build."""
     pytest.importorskip("jupyter_book", reason="the website's requirements are not installed: "
