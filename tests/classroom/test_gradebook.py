@@ -154,6 +154,18 @@ def test_canvas_marks_go_into_the_assignment_of_the_export_scaled_to_its_points(
         gradebook.table(class_rows, gradebook.Options(roster=str(export), assignments={"03": "999"}))
 
 
+def test_the_gradebook_never_overwrites_the_roster_it_reads(tmp_path):
+    from course_utils.__main__ import main
+
+    grades, export = tmp_path / "grades.csv", tmp_path / "export.csv"
+    with open(grades, "w", encoding="utf-8", newline="") as f:
+        f.write(",".join(("submission", "exercise", "points", "max_points", "passed", "feedback", "code")) + "\n")
+        f.write("download/doejane_12_901_03_to_device.ipynb,03.prepare,2,2,true,ok,\n")
+    export.write_text(EXPORT, encoding="utf-8")
+    assert main(["report", str(grades), "--format", "gradebook", "--roster", str(export), "--out", str(export)]) == 2
+    assert export.read_text(encoding="utf-8") == EXPORT
+
+
 def test_canvas_without_an_export_names_each_lesson_by_its_assignment_id():
     class_rows = rows("download/doejane_12_901_03_to_device.ipynb", {"03.prepare": 2, "03.to_device": 3})
     table, _, _ = gradebook.table(class_rows, gradebook.Options(assignments={"03": "4401"}))

@@ -252,8 +252,9 @@ def run(args: argparse.Namespace, stderr=sys.stderr) -> int:
                        "gradebook": "gradebook.csv"}[fmt]
     try:
         targets = [os.path.join(out, f"{name}.csv") for name in TABLES] if fmt == "csv" else [out]
-        for target in targets:   # never write over an input (a table of --format csv included)
-            if any(os.path.exists(target) and same_file(target, f) for f in input_files(args.grades)):
+        inputs = [*input_files(args.grades), *([args.roster] if getattr(args, "roster", None) else [])]
+        for target in targets:   # never write over an input (a table of --format csv, the roster included)
+            if any(os.path.exists(target) and same_file(target, f) for f in inputs):
                 raise ReportError(f"--out {out} would overwrite the input {target}: choose another "
                                   f"{'folder' if fmt == 'csv' else 'file'}")
         if fmt != "csv" and os.path.isdir(out):
