@@ -1,14 +1,9 @@
-"""Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID``
-| ``list`` | ``explain "MESSAGE"`` (or the message on standard input)
-| ``grade NOTEBOOK_OR_FOLDER... --out grades.csv`` (batch grading: :mod:`course_utils.classroom`)
-| ``report GRADES.csv... --out report.html`` (what a class got wrong: misconceptions, scores, follow-ups)
-| ``autograder --lesson NN`` (a Gradescope bundle)
-| ``links --hub URL | --colab | --binder [--ref vX.Y.Z]`` (launch links, one per lesson, for a branch or a release)
-| ``release --out FOLDER`` (what the students of an assessed class get) | ``--version``.
+"""Command line: ``python -m course_utils progress`` | ``check ID FILE.py`` | ``hint ID [N]`` | ``solution ID`` |
+``list`` | ``explain "MESSAGE"`` | ``grade NOTEBOOK_OR_FOLDER...`` | ``report GRADES.csv...`` | ``autograder --lesson
+NN`` | ``links --hub URL`` | ``release --out FOLDER`` | ``--version``: what each does is in :data:`COMMANDS`.
 
 Each subcommand is a small handler (:data:`COMMANDS`) that imports what it needs when it runs, so ``--help``,
-``--version`` and usage errors answer at once, without importing PyTorch.
-"""
+``--version`` and usage errors answer at once, without importing PyTorch."""
 from __future__ import annotations
 
 import argparse

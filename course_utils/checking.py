@@ -25,14 +25,10 @@ TIME_LIMIT = 20.0
 
 
 def check(exercise_id: str, answer: Any, *, timeout: float | None = None) -> Result:
-    """Check a learner's answer against the exercise's reference.
-
-    Never raises for anything the learner passes: a stub gives "not attempted", exceptions,
-    wrong types, shapes, dtypes and devices give specific feedback. The answer runs as the batch grader runs it:
-    Check in a notebook and ``grade`` give the same verdict. ``answer`` is the learner's function or class;
-    ``timeout`` the seconds the check may run before it is stopped (default :data:`TIME_LIMIT`). ``KeyError`` if
-    ``exercise_id`` (``"01.nbytes"``) is not a registered exercise (a notebook typo, not a learner answer).
-    """
+    """Check a learner's ``answer`` (a function or class) against the exercise's reference, within ``timeout``
+    seconds (default :data:`TIME_LIMIT`), as the batch grader does. Never raises for anything the learner passes (a
+    stub gives "not attempted", wrong types, shapes, dtypes and devices give specific feedback); ``KeyError`` if
+    ``exercise_id`` (``"01.nbytes"``) is not a registered exercise."""
     ex = get_exercise(exercise_id)
     printed = io.StringIO()
     status, feedback, code, earned = FAILED, "", "", 0

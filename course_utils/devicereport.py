@@ -23,33 +23,26 @@ _COLOUR = {OK: "#2e9d4f", NOTE: "#868e96", WARNING: "#e67700", MISMATCH: "#d9480
 
 @dataclass(frozen=True)
 class Entry:
-    """One row of a :class:`DeviceReport`: its ``kind`` (``"parameter"``, ``"buffer"``, ``"plain attribute"``,
-    ``"input"``, ``"loss"``, ``"module"``, ``"optimizer state"`` or ``"unregistered module"``), ``name`` (as
-    ``named_parameters()`` / ``named_buffers()`` give it, or the input's key), ``device`` as text (``"cuda:0"``; ``""``
-    for a non-tensor), ``shape`` (``"(8, 4)"`` or ``""``), ``dtype`` (``"float32"``, or a non-tensor's type name),
-    ``status`` (``"ok"``, ``"note"``, ``"warning"`` or ``"mismatch"``) and a ``note``: why it is flagged."""
+    """One row of a :class:`DeviceReport`."""
 
-    kind: str
-    name: str
-    device: str
-    shape: str
-    dtype: str
-    status: str
-    note: str = ""
+    kind: str    # parameter, buffer, plain attribute, input, loss, module, optimizer state or unregistered module
+    name: str    # as named_parameters() / named_buffers() give it, or the input's key
+    device: str  # as text ("cuda:0"); "" for a non-tensor
+    shape: str   # "(8, 4)" or ""
+    dtype: str   # "float32", or a non-tensor's type name
+    status: str  # OK, NOTE, WARNING or MISMATCH
+    note: str = ""   # why it is flagged
 
 
 @dataclass
 class DeviceReport:
-    """What :func:`explain_devices` found; display it, print it, or read its attributes: the ``target`` device
-    (``None`` when there was nothing to go by) and the ``reason`` for it (you asked, or most of the model's
-    parameters are there), one :class:`Entry` per tensor (and non-tensor input) in ``entries``, the ``suggestions``
-    (most important first) and the ``problems`` that stopped part of the inspection (the model is no ``nn.Module``)."""
+    """What :func:`explain_devices` found; display it, print it, or read its attributes."""
 
-    target: Optional[str]
-    reason: str
-    entries: list[Entry] = field(default_factory=list)
-    suggestions: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    target: Optional[str]   # None when there was nothing to go by
+    reason: str             # for the target: you asked, or most of the model's parameters are there
+    entries: list[Entry] = field(default_factory=list)       # one per tensor (and non-tensor input)
+    suggestions: list[str] = field(default_factory=list)     # most important first
+    problems: list[str] = field(default_factory=list)        # what stopped part of the inspection (no nn.Module)
     #: the same objects on a device map, the odd ones out marked (shown under the report in a notebook)
     device_map: Optional[DeviceMap] = None
 

@@ -5,8 +5,7 @@ Each lesson module in :mod:`course_utils.lessons` defines its reference solution
 registers them with :func:`grader`; the registry never imports one: every read of it loads the lessons first
 (:func:`course_utils.loading.load_lessons`). The reference is the single source of the solution: the grader
 compares against it, :func:`course_utils.solution` shows it, and the test-suite pastes it into
-the notebooks to prove that every check passes.
-"""
+the notebooks to prove that every check passes."""
 from __future__ import annotations
 
 import inspect
@@ -21,17 +20,14 @@ from .loading import load_lessons
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded exercise: its ``id`` (``"<lesson>.<name>"``, e.g. ``"01.nbytes"``), a short ``title`` shown with
-    results, the ``reference`` solution (its ``__name__`` is the name the learner defines), ``grade(answer) -> str``
-    (:mod:`course_utils.grading`), given the learner's function or class once it is known to be one (see
-    :attr:`kind`), ``hints`` from gentle to nearly-the-answer, and the ``points`` for a pass."""
+    """One graded exercise."""
 
-    id: str
-    title: str
-    reference: Callable
-    grade: Callable[[Any], str]
-    hints: tuple[str, ...]
-    points: int = 1
+    id: str                       # "<lesson>.<name>", e.g. "01.nbytes"
+    title: str                    # short, shown with results
+    reference: Callable           # the solution: its __name__ is the name the learner defines
+    grade: Callable[[Any], str]   # given the learner's function or class once it is one (course_utils.grading)
+    hints: tuple[str, ...]        # from gentle to nearly-the-answer
+    points: int = 1               # for a pass
 
     @property
     def name(self) -> str:
@@ -80,11 +76,8 @@ def registry() -> Mapping[str, Exercise]:
 
 def grader(exercise_id: str, *, reference: Callable, title: str, hints: tuple[str, ...] | list[str],
            points: int = 1) -> Callable[[Callable], Callable]:
-    """Decorator that registers ``grade`` as the grader of ``exercise_id``.
-
-    :func:`course_utils.checking.check` hands ``grade`` the learner's answer only once it is a function (or a class,
-    when ``reference`` is one), so a grader starts from a callable.
-    """
+    """Decorator that registers ``grade`` as the grader of ``exercise_id``; :func:`course_utils.checking.check` hands
+    it the learner's answer only once it is a function (or a class, when ``reference`` is one)."""
     def register(grade: Callable[[Any], str]) -> Callable[[Any], str]:
         if exercise_id in _REGISTRY:
             raise ValueError(f"exercise {exercise_id!r} is registered twice")

@@ -2,8 +2,7 @@
 apart under the common colour-vision deficiencies, each line also told by its marker.
 
 A notebook's PNG output has no alt text (JupyterLab draws a bare ``<img>``): :func:`show` sends the picture as
-HTML with the description as its ``alt`` and, for a terminal or a grading script, the description as text.
-"""
+HTML with the description as its ``alt`` and, for a terminal or a grading script, the description as text."""
 from __future__ import annotations
 
 import base64

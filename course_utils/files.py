@@ -1,8 +1,7 @@
 """Writing files without losing one: a temporary file beside the target, then an atomic rename.
 
 A reader sees the old file or the new one, never half of either; a write that fails (a full disk,
-an interrupt) leaves the old file as it was. This module imports nothing from the package.
-"""
+an interrupt) leaves the old file as it was. This module imports nothing from the package."""
 from __future__ import annotations
 
 import contextlib
@@ -14,12 +13,6 @@ from typing import IO, Iterator, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-
-def _new_file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` would give a new file (``0o666`` less the umask)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def is_special(path: PathLike) -> bool:
@@ -34,14 +27,10 @@ def is_special(path: PathLike) -> bool:
 
 @contextlib.contextmanager
 def atomic_open(path: PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
-    """Open ``path`` for writing so that it is replaced only when the ``with`` block succeeds.
-
-    The data goes to a temporary file in the target's folder (the target of a symbolic link, so the
-    link stays), is flushed to disk, and is renamed over the target at the end; an exception in the
-    block removes the temporary file and leaves the target untouched. The new file keeps the old
-    one's permissions (or gets a new file's usual ones). A device or pipe (``/dev/stdout``) is opened directly.
-    ``mode`` is ``"w"`` or ``"wb"``; ``kwargs`` go to :func:`open` (``encoding``, ``errors``, ``newline``).
-    """
+    """Open ``path`` for writing (``mode`` ``"w"`` or ``"wb"``, ``kwargs`` for :func:`open`) so that it is replaced
+    only when the ``with`` block succeeds: the data goes to a temporary file in the target's folder (the target of a
+    link, so the link stays), flushed to disk and renamed over the target; an exception leaves the target untouched.
+    The new file keeps the old one's permissions. A device or pipe (``/dev/stdout``) is opened directly."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open writes only ('w' or 'wb'), not {mode!r}")
     if is_special(path):
@@ -51,8 +40,10 @@ def atomic_open(path: PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     target = Path(os.path.realpath(path))
     try:
         keep = stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        keep = _new_file_mode()
+    except OSError:   # a new file's usual mode: 0o666 less the umask
+        umask = os.umask(0)
+        os.umask(umask)
+        keep = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, mode, **kwargs) as f:

@@ -2,8 +2,7 @@
 
 A grader is a function ``grade(answer) -> str`` that returns a success message, or raises
 :class:`Wrong` (with feedback), :class:`NotAttempted` or :class:`Crashed`.
-:func:`course_utils.check` turns these into a :class:`~course_utils.results.Result`.
-"""
+:func:`course_utils.check` turns these into a :class:`~course_utils.results.Result`."""
 from __future__ import annotations
 
 import inspect
@@ -52,14 +51,10 @@ def a_tensor(t: torch.Tensor) -> str:
 
 
 class ModesKept:
-    """``with ModesKept() as kept:``: after the block, PyTorch's torch function and dispatch modes (and
-    the default device, which is one) are those active before it, whatever code in the block entered
-    and left active; ``kept.changed`` says whether it had.
-
-    A mode left active by an answer would see every torch call the check makes next, and could
-    answer its comparisons (``torch.equal``) with anything. The functions used here were bound when
-    this module was imported: patching ``torch._C`` does not change them.
-    """
+    """``with ModesKept() as kept:``: after the block, PyTorch's torch function and dispatch modes (and the default
+    device, which is one) are those active before it (``kept.changed`` says whether code in the block left one): a
+    mode left active by an answer could answer the check's comparisons with anything. The functions used here were
+    bound when this module was imported: patching ``torch._C`` does not change them."""
 
     def __enter__(self) -> "ModesKept":
         self.before, self.changed = _modes(), False
@@ -88,10 +83,9 @@ class ModesKept:
 
 
 def _modes() -> tuple[tuple, ...]:
-    """What decides which modes see a torch call in this thread: the torch function modes and the
-    dispatch modes (in the order they go back on), and what ``torch.set_default_device`` records of
-    its own mode (each as a tuple, empty when not set: PyTorch 2.7 leaves ``None`` after
-    ``set_default_device(None)``, on which its own ``get_default_device()`` fails, so ``None`` counts as unset)."""
+    """What decides which modes see a torch call in this thread: the torch function and dispatch modes (in the order
+    they go back on), and what ``torch.set_default_device`` records of its own mode (each as a tuple, empty when not
+    set; PyTorch 2.7 leaves ``None`` after ``set_default_device(None)``, which counts as unset)."""
     holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
     context = getattr(holder, "device_context", None)
     return (tuple(_get_function_stack_at(i) for i in range(_len_torch_function_stack())),
@@ -123,12 +117,9 @@ OBSERVERS: list[Callable[..., None]] = []
 
 
 def read_no_data(error: BaseException, context: str = "") -> Wrong | None:
-    """:class:`Wrong` for code that read the values of a tensor that has none, or None for any other error.
-
-    Checks give the learner's code tensors without data (PyTorch's ``meta`` device) only where they need sizes
-    beyond memory, or where no accelerator is registered (the test runner's own process). PyTorch's message names
-    that device, which the learner never chose, so the feedback leaves it out.
-    """
+    """:class:`Wrong` for code that read the values of a tensor that has none (on ``meta``, which checks use for
+    sizes beyond memory, or where no accelerator is registered), or None for any other error. PyTorch's message names
+    that device, which the learner never chose, so the feedback leaves it out."""
     if not isinstance(error, (NotImplementedError, RuntimeError)) or "meta" not in text_of(error).lower():
         return None
     where = f" with {context}" if context else ""
@@ -166,13 +157,10 @@ def expect_callable(answer: Any, name: str, *, kind: str = "function") -> Callab
 
 
 def expect_tensor(value: Any, what: str) -> torch.Tensor:
-    """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor.
-
-    An ``nn.Parameter`` gives a plain view of itself; a tensor on the simulated GPU
-    (:func:`course_utils.gpusim.is_sim_tensor`, a class only the course makes) is taken as it is. Another subclass of
-    ``torch.Tensor`` fails: its ``__torch_function__`` could answer the check's own questions (``torch.equal``,
-    ``.device``) with anything. The type is read with ``type()``, which an object cannot fake (``__class__`` can).
-    """
+    """``value`` as a plain ``torch.Tensor``; fail kindly unless it is a tensor. An ``nn.Parameter`` gives a plain
+    view of itself, a tensor on the simulated GPU (:func:`course_utils.gpusim.is_sim_tensor`) is taken as it is; another
+    subclass fails, as its ``__torch_function__`` could answer the check's own questions with anything. The type is
+    read with ``type()``, which an object cannot fake (``__class__`` can)."""
     kind = type(value)
     if kind is torch.Tensor or gpusim.is_sim_tensor(value):   # a tensor on the course's simulated GPU
         return value
@@ -219,9 +207,8 @@ _INT_ADVICE = {
 
 
 def expect_int(value: Any, what: str, *, want: int | None = None, advice: Mapping[str, str] | None = None) -> int:
-    """``value`` if it is exactly a Python ``int``; else :class:`Wrong`, saying what to return instead.
-
-    Not ``bool``, not a subclass (whose ``==`` could say anything), not a NumPy integer. ``what`` starts the message
+    """``value`` if it is exactly a Python ``int`` (not ``bool``, not a subclass, whose ``==`` could say anything, not
+    a NumPy integer); else :class:`Wrong`, saying what to return instead. ``what`` starts the message
     (``"For n=3"`` gives ``"For n=3 you returned ..."``); a float equal to ``want`` is told it is the right number in
     the wrong type; ``advice`` replaces the general advice by mistake (``"tensor"``, ``"float"``, ``"integral"``)."""
     kind, advice = type(value), {**_INT_ADVICE, **(advice or {})}
@@ -244,8 +231,8 @@ def expect_int(value: Any, what: str, *, want: int | None = None, advice: Mappin
 
 
 def expect_float(value: Any, what: str) -> float:
-    """``value`` as a float if it is exactly a Python ``int`` or ``float`` (or a NumPy float or
-    integer); else :class:`Wrong`. ``what`` starts the message, as for :func:`expect_int`."""
+    """``value`` as a float if it is exactly a Python ``int`` or ``float`` (or a NumPy float or integer); else
+    :class:`Wrong`. ``what`` starts the message, as for :func:`expect_int`."""
     kind = type(value)
     if kind is float or kind is int or kind in _NUMPY_REALS:
         return float(value)
@@ -273,8 +260,7 @@ _NUMPY_REALS = _numpy_reals()  # NumPy's own scalar types (a subclass of them is
 
 
 def text_of(error: BaseException) -> str:
-    """``str(error)`` as a plain ``str`` (``""`` when it fails, or gives a ``str`` subclass whose
-    ``in`` could say anything)."""
+    """``str(error)`` as a plain ``str`` (``""`` when it fails, or gives a ``str`` subclass whose ``in`` lies)."""
     try:
         text = str(error)
     except BaseException:  # a hostile __str__
@@ -369,9 +355,8 @@ def sample_tensors(seed: int, count: int = 12, devices: list[torch.device] | Non
 
 class CallsNoted(Patched):
     """Note, for a ``with`` block, each call of some functions (also through the answer's own helpers), in order;
-    each call still does what the function did when the block began (what a simulation entered before says).
-    ``as`` gives the list of the calls' labels. ``functions`` are ``(module, name, label)`` (a missing module or
-    function is left out); the names the learner's ``answer`` (a function or class) imported are patched too."""
+    each still does what the function did when the block began. ``as`` gives the list of the calls' labels.
+    ``functions`` are ``(module, name, label)`` (a missing one is left out); the names ``answer`` imported are too."""
 
     def __init__(self, functions: Iterable[tuple[Any, str, Any]], answer: Any = None):
         self.functions, self.answer = tuple(functions), answer

@@ -6,24 +6,19 @@
     for found in walk(model, "model"):
         print(found.name, found.role, found.value.device)    # model.0.weight parameter cpu ...
 
-The device map (``cu.show_devices``), the mismatch explainer (``cu.explain_devices``) and the help under
-a failing cell all read this walk, so they agree on what an object holds:
+The device map (``cu.show_devices``), the mismatch explainer (``cu.explain_devices``) and the help under a failing
+cell all read this walk, so they agree on what an object holds:
 
-* a module: its parameters (each followed by its gradient), its buffers, the plain tensor attributes of
-  every submodule (``Module.to`` skips them), and the tensors and modules in its plain list, tuple and
-  dict attributes;
+* a module: its parameters (each followed by its gradient), its buffers, the plain tensor attributes of every
+  submodule (``Module.to`` skips them), and the tensors and modules in its plain list, tuple and dict attributes;
 * an optimizer: each parameter it updates, followed by that parameter's state (``exp_avg``, ``step``...);
-* a container (a dict, list, tuple, or any mapping, such as a Hugging Face ``BatchEncoding``): its items,
-  a few levels deep, with names you can paste (``batch['x']``, ``pair[0]``);
+* a container (a dict, list, tuple, or any mapping, such as a Hugging Face ``BatchEncoding``): its items, a few
+  levels deep, with names you can paste (``batch['x']``, ``pair[0]``);
 * a tensor: itself, and its gradient.
 
-Each find is a :class:`Found`: its name, the value, its role (:data:`PARAMETER`, :data:`BUFFER`...) and what it belongs
-to. The finds come in a fixed order (a module's own order, then the items of its containers), so a reader that wants
-another order sorts them, and one that wants fewer stops early. An :class:`Inventory` walks several objects as one: it
-opens an object once (cycles end), names optimizer state after the parameters it met, and holds the limits (depth, items
-per container). :func:`by_variable` walks a namespace (a notebook's variables), the names you choose first. This module
-imports only torch and the standard library: any floor of the package may read it.
-"""
+Each find is a :class:`Found`, in a fixed order (a module's own order, then the items of its containers): a reader
+that wants another order sorts them, and one that wants fewer stops early. An :class:`Inventory` walks several
+objects as one; :func:`by_variable` walks a namespace. This module imports only torch and the standard library."""
 from __future__ import annotations
 
 import reprlib
@@ -58,17 +53,13 @@ MORE = "more items"                   #: the items of a container past the limit
 
 
 class Found(NamedTuple):
-    """One thing a walk found: its ``name`` as code (``model.0.weight``, ``batch['x']``, ``opt.state[0].exp_avg``),
-    the ``value`` (a tensor; for the other roles the object met, for :data:`MORE` a count), its ``role``
-    (:data:`PARAMETER`, :data:`BUFFER`...), its ``owner`` (the submodule it belongs to as the module names it, ``"0"``
-    for ``model.0.weight``, ``""`` for the module itself; for optimizer state, its parameter's name when the walk met
-    it) and its ``key`` (an attribute, a key or index, a state's name, or a parameter's position in its optimizer)."""
+    """One thing a walk found."""
 
-    name: str
-    value: Any
-    role: str
-    owner: str = ""
-    key: Any = None
+    name: str        # as code: model.0.weight, batch['x'], opt.state[0].exp_avg
+    value: Any       # a tensor; for the other roles the object met, for MORE a count
+    role: str        # PARAMETER, BUFFER...
+    owner: str = ""  # the submodule it belongs to ("0" for model.0.weight; for optimizer state, its parameter's name)
+    key: Any = None  # an attribute, a key or index, a state's name, or a parameter's position in its optimizer
 
 
 class Inventory:
@@ -82,28 +73,21 @@ class Inventory:
         self._opened: set[int] = set()
 
     def walk(self, value: Any, name: str = "") -> Iterator[Found]:
-        """Everything ``value`` holds: modules and optimizers are opened wherever they are met.
-
-        An object already opened by this inventory (the same module under two names, a list that
-        contains itself) is not opened again: it yields nothing the second time.
-        """
+        """Everything ``value`` holds: modules and optimizers are opened wherever they are met; an object already
+        opened by this inventory (a module under two names, a list that contains itself) yields nothing again."""
         return self._visit(value, name, 0, None, True, False)
 
     def leaves(self, value: Any, name: str = "", *, named_keys: bool = False) -> Iterator[Found]:
-        """The leaves of a structure of containers, as they are: tensors (with their gradients), and
-        anything else, a module or an optimizer included, as :data:`OTHER`. A mapping with a ``.to`` of its
-        own is announced (:data:`BATCH`) before its items; items past the limit are one :data:`MORE`. With
-        ``named_keys``, the keys of ``value``, a mapping, that are Python names name their values (``{"x": x}`` gives
-        ``x``, not ``inputs['x']``), as in a namespace."""
+        """The leaves of a structure of containers, as they are: tensors (with their gradients), and anything else
+        (a module, an optimizer) as :data:`OTHER`; a mapping with a ``.to`` of its own is announced (:data:`BATCH`)
+        before its items. With ``named_keys``, the keys of ``value`` (a mapping) that are Python names name their
+        values (``{"x": x}`` gives ``x``), as in a namespace."""
         return self._visit(value, name, 0, None, False, named_keys)
 
     def optimizer(self, optimizer: Any, name: str = "optimizer") -> Iterator[Found]:
-        """Each parameter an optimizer updates (:data:`OPTIMIZED`), followed by its state (:data:`STATE`).
-
-        Positions count every parameter of every group, in order: ``opt.state[0].exp_avg`` keeps its
-        name when the parameters move. Anything with ``param_groups`` and ``state`` is read as an
-        optimizer; anything else raises when the walk starts.
-        """
+        """Each parameter an optimizer (anything with ``param_groups`` and ``state``) updates (:data:`OPTIMIZED`),
+        followed by its state (:data:`STATE`). Positions count every parameter of every group, in order:
+        ``opt.state[0].exp_avg`` keeps its name when the parameters move."""
         groups, state = list(optimizer.param_groups), optimizer.state
         params = ((g, j, p) for g, group in enumerate(groups) if isinstance(group, dict)
                   for j, p in enumerate(group.get("params", [])))

@@ -1,8 +1,7 @@
 """The plain learner API, for any Python (a notebook without widgets, a terminal, the command line):
 answer a quiz, read a hint, see the solution, check an exercise and keep the progress.
 
-:mod:`course_utils.widgets` puts buttons on top of these functions.
-"""
+:mod:`course_utils.widgets` puts buttons on top of these functions."""
 from __future__ import annotations
 
 import inspect
@@ -30,14 +29,10 @@ def answer(quiz_id: str, choice: Any) -> Outcome:
 
 
 def hints(exercise_id: str, code: str | None = None) -> tuple[str, ...]:
-    """The hints of an exercise as they fit the learner now, gentlest first.
-
-    A lesson module may map an exercise's misconception codes to the hint that answers that mistake, in a
-    module-level ``HINT_FOR = {exercise id: {code: hint}}`` beside the check (see lesson 01). When the learner's
-    last check of the exercise in this session (:func:`course_utils.store.session_codes`, or ``code`` when given)
-    named such a code, that hint takes the place of the first (the gentlest) and the others follow as written;
-    otherwise they are the exercise's hints as written (whose first must then be right whatever the learner did).
-    """
+    """The hints of an exercise as they fit the learner now, gentlest first: when the learner's last check of it in
+    this session (:func:`course_utils.store.session_codes`, or ``code``) named a misconception that the lesson's
+    ``HINT_FOR = {exercise id: {code: hint}}`` (beside the check, see lesson 01) has a hint for, that hint takes the
+    place of the first; otherwise they are the exercise's hints as written."""
     ex = get_exercise(exercise_id)
     if code is None:
         code = store.session_codes().get(exercise_id, "")
@@ -82,8 +77,8 @@ def run_check(exercise_id: str, answer: Any = MISSING, namespace: dict | None = 
     if answer is MISSING:
         answer = (namespace or user_namespace()).get(ex.name, MISSING)
     if answer is MISSING:
-        result = Result(ex.id, ex.title, NOT_ATTEMPTED, 0, ex.points,
-                        f"`{ex.name}` is not defined yet: run the answer cell above first.", code=misconceptions.MISSING)
+        result = Result(ex.id, ex.title, NOT_ATTEMPTED, 0, ex.points, f"`{ex.name}` is not defined yet: run the "
+                        "answer cell above first.", code=misconceptions.MISSING)
     else:
         result = check(exercise_id, answer)
     store.record_result(result.exercise_id, result.status, result.points, result.max_points, result.code)

@@ -6,8 +6,7 @@ the way to load them (:func:`set_loader`), and each registry calls :func:`load_l
 the package stays light (no PyTorch, no lessons), and the first read of a registry loads every lesson.
 
 A lesson's quizzes and misconceptions are data, ``data/lessons/NN.json`` (:func:`lesson_data`): importing the lessons
-registers them before the lesson modules look their codes up.
-"""
+registers them before the lesson modules look their codes up."""
 from __future__ import annotations
 
 import functools

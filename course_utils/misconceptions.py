@@ -8,8 +8,7 @@ explanations hold the fixes), registered by :func:`register_lesson`; the module 
 :func:`code`. ``any.*`` codes are the generic ones that the shared checks and the check itself give (``any.raised``),
 and ``grade.*`` those of the batch grader (a missing answer cell, tampering, a time limit), both defined below.
 
-A code is a promise: once released it keeps its meaning (rename the ``name``, never the code).
-"""
+A code is a promise: once released it keeps its meaning (rename the ``name``, never the code)."""
 from __future__ import annotations
 
 import re
@@ -24,16 +23,13 @@ CODE = re.compile(r"^(?:\d\d|any|grade)\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 @dataclass(frozen=True)
 class Misconception:
-    """One recognised mistake: its stable ``code`` (``"03.to-not-assigned"``), a short ``name`` for a table ("`.to`
-    without keeping the result"), the ``explanation`` for the teacher (what the learner likely believed, and what is
-    true instead), the ``section`` that teaches it as ``(notebook, heading)`` (``" › "`` joins a subsection to its
-    section; ``None`` for a generic code), and a ``question`` to discuss in class, or ``""``."""
+    """One recognised mistake."""
 
-    code: str
-    name: str
-    explanation: str
-    section: Optional[tuple[str, str]] = None
-    question: str = ""
+    code: str          # stable: "03.to-not-assigned"
+    name: str          # short, for a table: "`.to` without keeping the result"
+    explanation: str   # for the teacher: what the learner likely believed, and what is true instead
+    section: Optional[tuple[str, str]] = None   # (notebook, heading) that teaches it (" › " joins a subsection)
+    question: str = ""   # to discuss in class
 
     @property
     def generic(self) -> bool:

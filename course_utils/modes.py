@@ -10,8 +10,7 @@ The reference solutions live in the package that checks the answers. Students of
 release (``python -m course_utils release``): a package with no reference and no check of the lessons, only public
 checks (:mod:`course_utils.publiccheck`), that always runs in assessed mode (:data:`BUILT_ASSESSED`), whatever
 ``COURSE_MODE`` says. Grade with the full package: in ``grade --assessed`` the grading process withholds the fixes
-itself, so learner code cannot switch the mode.
-"""
+itself, so learner code cannot switch the mode."""
 from __future__ import annotations
 
 import os

@@ -9,8 +9,7 @@ package, Check calls the learner's answer on those same inputs, on the learner's
 An answer that gives every example's result is not thereby right: the full checks (random inputs, every device,
 input changes, copies counted, the mistakes named) run when the teacher grades. So a public check never says
 "passed" and gives no points: it says how many examples matched, shows the first that did not, and says that the
-full checks run at grading.
-"""
+full checks run at grading."""
 from __future__ import annotations
 
 import contextlib
@@ -238,10 +237,9 @@ def same(got: Any, want: Any) -> bool:
 
 
 def run(exercise: Exercise, answer: Callable, device: Optional[torch.device]) -> str:
-    """Call ``answer`` on each example and compare: the feedback (what matched, the first that did not). ``device``
-    is the learner's accelerator (a GPU or the simulated one); examples that need one are skipped without.
-    :class:`~course_utils.grading.Wrong` names an example whose result differs; NotAttempted and Crashed come as
-    from :func:`course_utils.grading.call`."""
+    """Call ``answer`` on each example, on the learner's accelerator ``device`` (examples that need one are skipped
+    without), and compare: the feedback, or :class:`~course_utils.grading.Wrong` naming an example whose result
+    differs (NotAttempted and Crashed come as from :func:`course_utils.grading.call`)."""
     if is_stub(answer):
         raise grading.NotAttempted()
     tried = 0   # the examples on the learner's GPU first: device bugs show there, as in the full checks

@@ -25,20 +25,16 @@ _STYLE = {  # (colour of the edge, icon) - readable on light and dark themes
 
 @dataclass
 class Result:
-    """Outcome of :func:`course_utils.check` for ``exercise_id`` (``"01.nbytes"``, its short ``title``): the
-    ``status``, ``"passed"``, ``"failed"`` or ``"not attempted"`` (``"checked"`` where only public checks ran, in the
-    students' package of an assessed class, :mod:`course_utils.publiccheck`: no points until grading), the
-    ``points`` earned of ``max_points``, the ``feedback`` in plain words, anything the learner's code ``printed``
-    while being checked (shortened), and the misconception ``code`` the feedback names (``""`` when passed)."""
+    """Outcome of :func:`course_utils.check`."""
 
-    exercise_id: str
+    exercise_id: str   # "01.nbytes"
     title: str
-    status: str
+    status: str        # PASSED, FAILED, NOT_ATTEMPTED, or CHECKED (only public checks ran: no points until grading)
     points: int
     max_points: int
-    feedback: str
-    printed: str = field(default="", repr=False)
-    code: str = ""
+    feedback: str      # in plain words
+    printed: str = field(default="", repr=False)   # what the learner's code printed while checked (shortened)
+    code: str = ""     # the misconception the feedback names ("" when passed)
 
     @property
     def passed(self) -> bool:
@@ -64,10 +60,7 @@ class Result:
             lines.append(f"(your code printed: {self.printed})")
         return "\n".join(lines)
 
-    __str__ = text
-
-    def __repr__(self) -> str:
-        return self.text()
+    __str__ = __repr__ = text
 
     def _repr_html_(self) -> str:
         colour, icon = _STYLE[self.status]
@@ -76,6 +69,7 @@ class Result:
                    f"<code>{html.escape(self.printed)}</code></div>") if self.printed else ""
         # the status in words, in the theme's text colour (4.5:1 on light and dark); colour only on icon and edge
         heading = (f"<b><span style='color:{colour}'>{icon}</span> {html.escape(self.exercise_id)} "
-                   f"{html.escape(self.title)}: {self.status}</b> <span style='opacity:.75'>({html.escape(self.marks())})</span>")
+                   f"{html.escape(self.title)}: {self.status}</b> "
+                   f"<span style='opacity:.75'>({html.escape(self.marks())})</span>")
         return card(f"{heading}<div style='margin-top:4px'>{feedback}</div>{printed}", colour,
                     f"course-result course-{self.status.replace(' ', '-')}")

@@ -2,8 +2,7 @@
 
 Writes are atomic (temporary file + ``os.replace``) and serialised with a lock file, so two notebooks saving at once
 lose nothing. A missing file is an empty record; a damaged one is kept aside under a new name and a fresh record is
-started, with a message saying so. Progress problems never stop a notebook: they become a warning.
-"""
+started, with a message saying so. Progress problems never stop a notebook: they become a warning."""
 from __future__ import annotations
 
 import contextlib

@@ -4,8 +4,7 @@ The one table of lessons: the progress table (:mod:`course_utils.store`), the nb
 (:mod:`course_utils.classroom.links`), the error catalogue's "Learn more" (:mod:`course_utils.errors.schema`) and the
 generated pages read it. A lesson's content (its quizzes and exercises) lives in :mod:`course_utils.lessons`.
 
-The bottom floor of the package: it imports nothing of the course (nor PyTorch).
-"""
+The bottom floor of the package: it imports nothing of the course (nor PyTorch)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,13 +14,11 @@ __all__ = ["Lesson", "LESSONS"]
 
 @dataclass(frozen=True)
 class Lesson:
-    """One lesson of the course: its ``number`` (``"01"``..``"08"``, which starts its exercise, quiz and
-    misconception ids), a ``title`` for tables and links (``"CPU vs GPU"``), and its ``notebook``'s file name in
-    ``notebooks/`` (``"02_cpu_vs_gpu.ipynb"``)."""
+    """One lesson of the course."""
 
-    number: str
-    title: str
-    notebook: str
+    number: str     # "01".."08", which starts its exercise, quiz and misconception ids
+    title: str      # for tables and links: "CPU vs GPU"
+    notebook: str   # its file name in notebooks/: "02_cpu_vs_gpu.ipynb"
 
     @property
     def stem(self) -> str:

@@ -1,8 +1,7 @@
 """Small pieces of text and HTML that every view of the course shares: shortened and wrapped text,
 `inline code` in HTML, and the card with a coloured edge that results, quiz outcomes and reports are shown in.
 
-The bottom floor of the package: it imports nothing of the course.
-"""
+The bottom floor of the package: it imports nothing of the course."""
 from __future__ import annotations
 
 import html

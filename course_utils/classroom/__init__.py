@@ -59,8 +59,7 @@ course's own included), use the network, find the HMAC key in its own memory, pa
 checks (e.g. from a thread), signal or stop every process of your user (``os.kill(-1, signal.SIGSTOP)``; the grader and
 its fork server resume each other, but not if both are stopped), kill the grader (the rows written so far stay), or use
 GPU memory (which no limit here covers). Run batches you do not trust in a container or VM with no secrets and no
-network (see the instructor's guide). ``--jobs N`` may use up to ``N * --memory-mb`` of RAM.
-"""
+network (see the instructor's guide). ``--jobs N`` may use up to ``N * --memory-mb`` of RAM."""
 from ..exceptions import InvalidSubmission
 from .cli import add_arguments, run
 from .grader import TOTAL, Row, SubmissionGrade, grade_all, grade_notebook

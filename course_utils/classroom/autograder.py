@@ -5,8 +5,7 @@ PyTorch, the version this bundle was made with), ``run_autograder`` (run for eac
 this very copy of the package, which ``run_autograder`` puts first on ``PYTHONPATH``: the checks are exactly this
 version's. ``run_autograder`` grades the one notebook in ``submission/`` with the engine of ``grade``
 (:func:`~course_utils.classroom.grader.grade_notebook`) and writes ``results/results.json`` in Gradescope's format. The
-root is ``$AUTOGRADER_ROOT``, by default ``/autograder`` (``source/``, ``submission/``, ``results/``).
-"""
+root is ``$AUTOGRADER_ROOT``, by default ``/autograder`` (``source/``, ``submission/``, ``results/``)."""
 from __future__ import annotations
 
 import argparse

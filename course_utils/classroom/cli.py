@@ -149,16 +149,6 @@ def _find(args: argparse.Namespace, stderr: TextIO) -> list[str]:
     return paths
 
 
-def _writable_folder(path: str) -> Optional[str]:
-    """Create the folder ``path`` if needed and check that files can be written there: why not, or ``None``."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as e:
-        return e.strerror or type(e).__name__
-    return None
-
 
 def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[str]:
     """Why ``--out`` or ``--gradescope`` would overwrite an input, or ``None``: an output may not be a
@@ -179,18 +169,20 @@ def _output_clash(args: argparse.Namespace, submissions: list[str]) -> Optional[
 
 
 def _open_outputs(args: argparse.Namespace, paths: list[str]) -> tuple[CsvFile, dict[str, str]]:
-    """The ``--out`` file, and each submission's ``--gradescope`` folder (:func:`gradescope_folders`; none
-    without the option). Raises :class:`UsageError` for an output that would overwrite an input or
-    cannot be written."""
+    """The ``--out`` file, and each submission's ``--gradescope`` folder (:func:`gradescope_folders`; none without
+    the option). Raises :class:`UsageError` for an output that would overwrite an input or cannot be written."""
     clash = _output_clash(args, paths)
     if clash:
         raise UsageError(printable(clash))
     folders: dict[str, str] = {}
     if args.gradescope:
-        why = _writable_folder(args.gradescope)
-        if why:
+        try:   # the folder, made if needed, takes files
+            os.makedirs(args.gradescope, exist_ok=True)
+            with tempfile.TemporaryFile(dir=args.gradescope):
+                pass
+        except OSError as e:
             raise UsageError(f"Cannot write Gradescope results under --gradescope {printable(args.gradescope)}: "
-                              f"{why}.")
+                             f"{e.strerror or type(e).__name__}.") from None
         folders = gradescope_folders(paths)
     if args.predictions:
         parent = os.path.dirname(os.path.abspath(args.predictions))
@@ -204,23 +196,14 @@ def _open_outputs(args: argparse.Namespace, paths: list[str]) -> tuple[CsvFile, 
 
 
 def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
-    """Run ``python -m course_utils grade``.
+    """Run ``python -m course_utils grade`` (``args``: parsed as :func:`add_arguments` says): the summary goes to
+    ``stdout``, errors and the progress bar to ``stderr``.
 
     Options, submissions and output paths are checked before anything is graded; an output that
     would overwrite an input is refused. Rows are kept in a partial file beside ``--out`` as
     submissions finish, and the sorted CSV replaces ``--out`` atomically when the batch ends or is
-    interrupted, so a batch that is killed loses neither what it graded nor the old CSV.
-
-    Args:
-        args: parsed by a parser set up with :func:`add_arguments`.
-        stdout: where the summary table goes (default ``sys.stdout``).
-        stderr: where errors and the progress bar go (default ``sys.stderr``).
-
-    Returns:
-        0 when grading ran (whatever the grades), 2 for usage errors (nothing to grade, bad options,
-        an output that cannot be written), 130 when interrupted (Ctrl-C; the CSV then holds the
-        submissions graded so far).
-    """
+    interrupted, so a batch that is killed loses neither what it graded nor the old CSV. Returns 0 when grading
+    ran (whatever the grades), 2 for usage errors, 130 when interrupted (the CSV then holds what was graded)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         _check_options(args)
@@ -243,8 +226,7 @@ def run(args: argparse.Namespace, stdout: Optional[TextIO] = None, stderr: Optio
         show = args.progress if args.progress is not None else (len(paths) > 5 or stderr.isatty())
         try:
             with _mode(args.assessed):
-                grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout,
-                                                 args.memory_mb),
+                grades = grade_all(paths, Limits(args.timeout, args.cell_timeout, args.check_timeout, args.memory_mb),
                                    jobs=args.jobs, lesson=args.lesson, on_grade=record, deadline=args.deadline,
                                    on_progress=_Progress(len(paths), stderr) if show else None)
         except KeyboardInterrupt:

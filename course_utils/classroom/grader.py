@@ -54,28 +54,16 @@ class Row:
 
 @dataclass
 class SubmissionGrade:
-    """The grade of one submission.
+    """The grade of one submission: a row per exercise, sorted by exercise id."""
 
-    Attributes:
-        submission: the path as given (or found in a given folder).
-        rows: one row per exercise, sorted by exercise id.
-        note: why the submission as a whole was not graded (invalid file, tampering), or ``""``.
-        events: short notes for the summary, e.g. ``"01.nbytes: timed out"``.
-        note_code: the misconception code of ``note`` (tampering, a time limit...).
-        submitted: when the file was handed in (:func:`handed_in_at`), ISO 8601 in UTC; ``""`` when unknown.
-        late: handed in late: Canvas's ``LATE`` marker, or after ``grade --deadline``.
-        answers: what identical copies share: how many answer cells the student tried, and a hash of them
-            (``"3:5d41402abc4b"``; ``""`` when none was tried).
-    """
-
-    submission: str
+    submission: str  # the path as given (or found in a given folder)
     rows: list[Row]
-    note: str = ""
-    events: list[str] = field(default_factory=list)
-    note_code: str = ""
-    submitted: str = ""
-    late: bool = False
-    answers: str = ""
+    note: str = ""  # why the submission as a whole was not graded (invalid file, tampering), or ""
+    events: list[str] = field(default_factory=list)  # short notes for the summary, e.g. "01.nbytes: timed out"
+    note_code: str = ""  # the misconception code of `note` (tampering, a time limit...)
+    submitted: str = ""  # when the file was handed in (handed_in_at), ISO 8601 in UTC; "" when unknown
+    late: bool = False  # Canvas's LATE marker, or handed in after `grade --deadline`
+    answers: str = ""  # what identical copies share: the answer cells tried, and their hash ("3:5d41402abc4b")
 
     def all_rows(self) -> list[Row]:
         """Its rows, then its ``TOTAL``, each with when it was handed in, whether late, and its answers' hash."""
@@ -161,19 +149,10 @@ class _Grading:
 
 def grade_notebook(path: str, limits: Limits = Limits(), lesson: Optional[str] = None, *,
                    cancelled: Optional[threading.Event] = None) -> SubmissionGrade:
-    """Grade one submitted notebook: read it, choose its lesson, select the cells to run, make the
-    static checks, then run the cells until every exercise is decided. A step may decide the whole
-    submission (a file that is not a notebook, tampering...), which ends the grading there.
-
-    Args:
-        path: the notebook file (the string is used as the submission's name).
-        limits: time and memory limits.
-        lesson: grade on this lesson's exercises (e.g. ``"01"``) instead of detecting the lesson.
-        cancelled: once set (the grading was interrupted), no more runs start.
-
-    Returns:
-        Its :class:`SubmissionGrade`; never raises for anything in the file.
-    """
+    """Grade one submitted notebook (``path`` names the submission) as ``lesson`` (else the one detected): read it,
+    choose its lesson, select the cells to run, make the static checks, then run the cells until every exercise is
+    decided; no more runs start once ``cancelled`` is set. A step may decide the whole submission (a file that is not
+    a notebook, tampering...). Never raises for anything in the file."""
     grading = _Grading(path, limits, lesson, cancelled)
     for step in (_read, _choose_lesson, _select_cells, _static_checks, _run_until_decided):
         step(grading)
@@ -220,12 +199,9 @@ def _choose_lesson(g: _Grading) -> None:
 
 
 def _select_cells(g: _Grading) -> None:
-    """The cells to run: the answer cells of the lesson's exercises, the learner's own cells that they
-    need (:func:`own_cells`), and the empty cells that check an exercise where its Check cell is
-    (:func:`checked_after`). An exercise with neither an answer cell nor a cell defining its name is
-    decided: its answer cell is missing."""
-    # Answer cells of other lessons' exercises (or of no registered exercise) are not run: they are
-    # not part of this assignment. They are reported, so that a wrong file is noticed.
+    """The cells to run: the answer cells of the lesson's exercises (those of other lessons are reported, not run),
+    the learner's own cells that they need (:func:`own_cells`), and the empty cells that check an exercise where its
+    Check cell is (:func:`checked_after`). An exercise with no cell defining its name misses its answer cell."""
     from ..exercises import get_exercise
     ignored = sorted({c.exercise for c in g.cells if c.exercise not in g.exercises})
     answers = g.answers = [c for c in g.cells if c.exercise in g.exercises]
@@ -243,9 +219,8 @@ def _select_cells(g: _Grading) -> None:
 
 
 def _static_checks(g: _Grading) -> None:
-    """Decide, before anything runs, the exercises whose cells cannot be run (:func:`why_unrunnable`:
-    those cells are left out) or read the call stack (:func:`reaches_into_course`; in a cell of the
-    learner's own, every exercise)."""
+    """Decide, before anything runs, the exercises whose cells cannot be run (:func:`why_unrunnable`: those cells are
+    left out) or read the call stack (:func:`reaches_into_course`; in a cell of the learner's own, every exercise)."""
     unrunnable = {c.index: why_unrunnable(c.source) for c in g.cells}
     for c in g.cells:
         if unrunnable[c.index] and c.exercise not in g.decided:
@@ -269,9 +244,8 @@ def _static_checks(g: _Grading) -> None:
 
 
 def _run_until_decided(g: _Grading) -> None:
-    """Run the cells in fresh workers until every exercise is decided. A run that ends in a cell or a
-    check (a hang, a crash, memory) decides that stage's exercise, and the next run leaves the cell out;
-    every run together gets ``limits.timeout``."""
+    """Run the cells in fresh workers until every exercise is decided. A run that ends in a cell or a check (a hang,
+    a crash, memory) decides that stage's exercise, and the next run leaves the cell out; all get ``limits.timeout``."""
     skip: set[int] = set()  # indexes of cells later runs leave out
     deadline = time.monotonic() + g.limits.timeout  # for the whole submission, every rerun included
     while any(e not in g.decided for e in g.exercises):
@@ -292,12 +266,8 @@ def _run_until_decided(g: _Grading) -> None:
 
 
 def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -> Optional[StageMessage]:
-    """Take in what a run reported: results decide their exercises, a cell that cannot finish is left
-    out of later runs, a tampered report decides the whole submission.
-
-    Returns:
-        The stage message of the cell or check the run was in when it ended, if any.
-    """
+    """Take in what a run reported: results decide their exercises, a cell that cannot finish is left out of later
+    runs, a tampered report decides the whole submission. Returns the stage the run was in when it ended, if any."""
     stage: Optional[StageMessage] = None
     for message in run.messages:
         if isinstance(message, StageMessage):
@@ -311,10 +281,8 @@ def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -
                 g.events.append(f"cell {message.index + 1} of the learner's own failed ({error.kind.value})")
         elif isinstance(message, ResultMessage) and message.exercise in to_check:
             stage = None
-            code = message.code
-            g.decided[message.exercise] = Decision(message.status, message.feedback,
-                                                   " ".join(misconceptions.codes(code)),
-                                                   message.points)   # clamped by _grade_of
+            g.decided[message.exercise] = Decision(message.status, message.feedback,   # points: clamped by _grade_of
+                                                   " ".join(misconceptions.codes(message.code)), message.points)
         elif isinstance(message, TamperedMessage):
             changed = list(message.changed)
             what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
@@ -327,8 +295,8 @@ def _take_messages(g: _Grading, run: Run, to_check: list[str], skip: set[int]) -
 
 
 def _whole_run_lost(g: _Grading, run: Run, stage: Optional[StageMessage]) -> bool:
-    """Decide the whole submission when nothing the run did can be trusted: it tampered, but its report
-    was silenced, or its supervisor was killed (how far it got after that depends on timing)."""
+    """Decide the whole submission when nothing the run did can be trusted: it tampered, but its report was silenced,
+    or its supervisor was killed (how far it got after that depends on timing)."""
     if run.end == End.TAMPERED:  # found by the worker, but its report was silenced
         where = (f" (while {stage.exercise} was being {'run' if stage.stage == Stage.CELL else 'checked'})"
                  if stage else "")
@@ -343,13 +311,9 @@ def _whole_run_lost(g: _Grading, run: Run, stage: Optional[StageMessage]) -> boo
 
 
 def _blame(g: _Grading, run: Run, stage: Optional[StageMessage], to_check: list[str], skip: set[int]) -> bool:
-    """Decide what a run that ended early leaves undecided: the exercise of the stage it ended in (a cell
-    of the learner's own is left out of later runs, and the answers that need it say so), or, when nothing
-    can be blamed on one exercise, all that is left (not graded, and that is final).
-
-    Returns:
-        Whether to run again, for the exercises still undecided.
-    """
+    """Decide what a run that ended early leaves undecided: the exercise of the stage it ended in (a cell of the
+    learner's own is left out of later runs, and the answers that need it say so), or, when nothing can be blamed on
+    one exercise, all that is left (not graded, and that is final). Returns whether to run again."""
     from ..exercises import get_exercise
     what, event = how_it_ended(run, g.limits)
     if run.end == End.DONE:
@@ -410,8 +374,8 @@ _NOT_DEFINED = "is not defined"
 
 
 def _unseen_names(d: Decision) -> Decision:
-    """A feedback that says a name is not defined, with what the grader runs (a name the learner's
-    kernel still has from a deleted cell exists in the notebook, but not for the grader)."""
+    """A feedback that says a name is not defined, with what the grader runs (a name the learner's kernel still has
+    from a deleted cell exists in the notebook, but not for the grader)."""
     if d.status != PASSED and _NOT_DEFINED in d.feedback and "Restart the kernel" not in d.feedback:
         return d._replace(feedback=d.feedback + (
             " The grader runs your answer cells, and the cells of yours that define the names they use; no cell of "
@@ -423,25 +387,13 @@ def grade_all(paths: Sequence[str], limits: Limits = Limits(), *, jobs: int = 1,
               on_progress: Optional[Callable[[int, int], None]] = None,
               on_grade: Optional[Callable[[SubmissionGrade], None]] = None,
               deadline: Optional[datetime] = None) -> list[SubmissionGrade]:
-    """Grade many notebooks, ``jobs`` at a time.
+    """Grade many notebooks, ``jobs`` at a time; the grades, sorted by path.
 
     Every submission gets a row per exercise of its lesson. One whose lesson cannot be told (see
     :func:`grade_notebook`) is graded as the lesson of every other submission of the batch when they
     all have the same one, with a note saying so; otherwise it gets only a ``TOTAL`` row saying why.
-
-    Args:
-        paths: notebook files (see :func:`find_submissions`).
-        limits: time and memory limits per submission.
-        jobs: submissions graded in parallel.
-        lesson: force the lesson (see :func:`grade_notebook`).
-        on_progress: called with (done, total) after each submission.
-        on_grade: called with each submission's final grade as soon as it is known (to write it out
-            before the batch ends), in the order they finish.
-        deadline: a file handed in after it (:func:`handed_in_at`) is late, as one Canvas marks ``LATE`` is.
-
-    Returns:
-        The grades, sorted by submission path (whatever order they finished in).
-    """
+    ``on_progress(done, total)`` is called after each submission, ``on_grade`` with each final grade as soon as it
+    is known; a file handed in after ``deadline`` (:func:`handed_in_at`) is late, as one Canvas marks ``LATE`` is."""
     batch = _Batch(paths, limits, lesson, on_grade, deadline)
     if paths:  # started from this thread, so that it lives as long as this thread (see ForkServer)
         with contextlib.suppress(OSError):  # if it cannot start, each submission says so

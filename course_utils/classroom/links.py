@@ -2,8 +2,7 @@
 home and open that lesson, and the lesson's Colab and Binder links; for the course's branch or a release.
 
     python -m course_utils links --hub https://hub.example.edu
-    python -m course_utils links --colab --binder --ref v0.3.0
-"""
+    python -m course_utils links --colab --binder --ref v0.3.0"""
 from __future__ import annotations
 
 import argparse
@@ -36,11 +35,7 @@ DESCRIPTION = (
 
 def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
     """(repository URL, branch) from ``[tool.course]`` in ``pyproject``: the one place they are set.
-
-    Raises:
-        FileNotFoundError: no pyproject.toml (an installed copy of the package, not a checkout).
-        KeyError: the table or a key is missing.
-    """
+    FileNotFoundError without pyproject.toml (an installed copy, not a checkout); KeyError when a key is missing."""
     text = pyproject.read_text(encoding="utf-8")
     try:
         import tomllib   # Python 3.11+
@@ -54,10 +49,8 @@ def course_address(pyproject: Path = PYPROJECT) -> tuple[str, str]:
 
 
 def nbgitpuller_link(hub: str, repo: str, branch: str, notebook: str, app: str = "lab") -> str:
-    """The link that pulls ``repo`` at ``branch`` into the user's home, then opens ``notebooks/<notebook>``.
-
-    nbgitpuller clones into a folder named after the repository, so the path to open starts with it.
-    """
+    """The link that pulls ``repo`` at ``branch`` into the user's home, then opens ``notebooks/<notebook>`` (in the
+    folder nbgitpuller clones into, named after the repository)."""
     folder = repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     path = f"{APPS[app]}/{folder}/notebooks/{notebook}"
     return (f"{hub.rstrip('/')}/hub/user-redirect/git-pull?repo={quote(repo, safe='')}"
@@ -65,11 +58,9 @@ def nbgitpuller_link(hub: str, repo: str, branch: str, notebook: str, app: str =
 
 
 def github_slug(repo: str) -> str:
-    """``OWNER/NAME`` of a GitHub repository URL (Colab and Binder open GitHub repositories by it).
+    """``OWNER/NAME`` of a GitHub repository URL (Colab and Binder open GitHub repositories by it); ValueError for
+    a ``repo`` that is not on github.com."""
 
-    Raises:
-        ValueError: ``repo`` is not a repository on github.com.
-    """
     parsed = urlparse(repo)
     parts = parsed.path.strip("/").removesuffix(".git").split("/")
     if parsed.netloc.lower() not in ("github.com", "www.github.com") or len(parts) != 2 or not all(parts):

@@ -18,8 +18,7 @@ Each exercise keeps its title, its points and all its hints but the last; Check 
 checks* (:mod:`course_utils.publiccheck`): the answer is called on the inputs the full check used on the reference
 and compared with the results the reference gave, recorded here. It has no ``classroom`` (grading is the
 teacher's). It always runs in assessed mode. Grade with the full package: ``grade --assessed``, or the Gradescope
-bundle (``autograder --assessed``), which students never install.
-"""
+bundle (``autograder --assessed``), which students never install."""
 from __future__ import annotations
 
 import base64
@@ -212,10 +211,9 @@ Hand in the notebooks as your teacher asks; run the `cu.progress()` cell at the 
 def release(out: Path, notebooks: Path, *, repo: str | None = None, branch: str = "main",
             wheel_url: str | None = None) -> Path:
     """Write the student release of the course's ``notebooks/`` folder into the new folder ``out`` (made whole in a
-    temporary folder beside it, then renamed: it never writes into a folder that exists, nor leaves half a release).
-    ``repo`` is the GitHub repository the release will be pushed to (for badges and Colab's download), if any, and
-    ``branch`` its branch or tag; ``wheel_url`` is where Colab downloads the students' package, if not from ``repo``.
-    ReleaseError when ``out`` exists, there are no notebooks, or the recording failed."""
+    temporary folder beside it, then renamed); ``repo`` (at ``branch``) is the GitHub repository it will be pushed
+    to, if any, ``wheel_url`` where Colab downloads the students' package, if not from ``repo``. ReleaseError when
+    ``out`` exists, there are no notebooks, or the recording failed."""
     out = Path(out)
     if out.exists():
         raise ReleaseError(f"{out} exists: give a new folder (a release never writes into an existing one)")

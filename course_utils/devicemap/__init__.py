@@ -12,14 +12,14 @@
 One lane per memory (host memory, each accelerator, ``meta``), one block per storage: a tensor, a parameter, a buffer, a
 gradient or an optimizer state; views of one storage are one block. What each object holds is read by
 :mod:`course_utils.inventory`; the model (:mod:`.model`, built of the pieces in :mod:`.blocks`) is kept apart from the
-drawing (:mod:`.render`): text in a terminal, HTML with inline SVG in a notebook.
-"""
+drawing (:mod:`.render`): text in a terminal, HTML with inline SVG in a notebook."""
 from __future__ import annotations
 
 import sys
 from typing import Any, Optional
 
-from .model import Block, DeviceMap, Lane, collect, compare, learner_namespace, named_from_caller
+from .model import Block, DeviceMap, Lane, collect, learner_namespace, named_from_caller
+from .model import compare as _compare
 
 __all__ = ["show_devices", "DeviceMap", "Lane", "Block"]
 
@@ -28,11 +28,9 @@ def show_devices(*objects: Any, compare: Optional[DeviceMap] = None, **named: An
     """Map where tensors, modules (by submodule), optimizers, and dicts/lists/tuples of them live.
 
     ``objects`` are named after the variables you passed (``show_devices(model, x)``), ``named`` ones under the names
-    given (``show_devices(batch=b)``); with none at all, it maps your notebook's variables (in IPython), or the
-    caller's. Against ``compare``, a map made earlier, blocks are marked moved, copied, stayed behind or new. The
-    :class:`DeviceMap` shows itself in a notebook (HTML) and prints as text. It never raises for what it is given:
-    objects without tensors are listed as such.
-    """
+    given (``show_devices(batch=b)``); with none at all, it maps your notebook's variables. Against ``compare``, a map
+    made earlier, blocks are marked moved, copied, stayed behind or new. The :class:`DeviceMap` shows itself in a
+    notebook (HTML) and prints as text; objects without tensors are listed as such (it never raises)."""
     frame = sys._getframe(1)
     pairs = named_from_caller(objects, frame) + list(named.items())
     if not pairs:
@@ -42,8 +40,6 @@ def show_devices(*objects: Any, compare: Optional[DeviceMap] = None, **named: An
         _compare(compare, device_map)
     return device_map
 
-
-_compare = compare
 
 
 def _notebook_namespace() -> Optional[dict]:

@@ -13,26 +13,18 @@ MOVED, COPIED, STAYED, NEW, ODD = "moved", "copied", "stayed behind", "new", "od
 
 @dataclass
 class Block:
-    """One storage in memory: a tensor, or several views of one storage drawn together.
+    """One storage in memory: a tensor, or several views of one storage drawn together."""
 
-    The ``names`` that reach it (``x``, ``x_view``; the first is the label), its ``kind`` (``tensor``, ``parameter``,
-    ``buffer``, ``gradient`` or ``optimizer state``), ``device`` (``"cpu"``, ``"cuda:0"``, ``"meta"``), the first
-    name's ``shape`` and ``dtype``, the storage's ``nbytes`` (views share it, so it is counted once), whether it is
-    ``pinned`` (page-locked host memory: fast, asynchronous copies to a GPU), its ``group`` (the submodule,
-    ``"encoder"``, or ``""``), a ``status`` (``""``, :data:`MOVED`, :data:`COPIED`, :data:`STAYED`, :data:`NEW`,
-    :data:`ODD`) and its ``note`` (``"was on cpu"``, ``"copy of x"``).
-    """
-
-    names: list[str]
-    kind: str
-    device: str
-    shape: tuple
+    names: list[str]      # the names that reach it (x, x_view); the first is the label
+    kind: str             # tensor, parameter, buffer, gradient or optimizer state
+    device: str           # "cpu", "cuda:0", "meta"
+    shape: tuple          # the first name's
     dtype: str
-    nbytes: int
-    pinned: bool = False
-    group: str = ""
-    status: str = ""
-    note: str = ""
+    nbytes: int           # the storage's (views share it, so it is counted once)
+    pinned: bool = False  # page-locked host memory: fast, asynchronous copies to a GPU
+    group: str = ""       # the submodule ("encoder"), or ""
+    status: str = ""      # "", MOVED, COPIED, STAYED, NEW or ODD
+    note: str = ""        # "was on cpu", "copy of x"
     key: Any = None       # the storage's identity, for sharing and comparing
 
     @property

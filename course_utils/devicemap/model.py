@@ -148,14 +148,9 @@ def _memory(device: str) -> tuple[Optional[int], Optional[int]]:
 # --- before and after ----------------------------------------------------------------------------
 
 def compare(before: DeviceMap, after: DeviceMap) -> None:
-    """Mark in ``after`` what moved, what was copied, what stayed behind and what is new since ``before``.
-
-    * moved: a name now on another device (``x = x.to(device)``, ``model.to(device)``);
-    * copied: a new name on another device, with the shape and dtype of a tensor that is still where it
-      was (``y = x.to(device)``): two copies now;
-    * stayed behind: a name still on a device that others left (the forgotten buffer, the batch never moved);
-    * new: a name that was not there before.
-    """
+    """Mark in ``after`` what moved (a name now on another device), what was copied (a new name on another device,
+    with the shape and dtype of a tensor still where it was: ``y = x.to(device)``), what stayed behind (a name still
+    on a device that others left: the forgotten buffer) and what is new since ``before``."""
     old = {name: b for b in before.blocks() for name in b.names}
     left: set[str] = set()     # devices that something moved away from
     for block in after.blocks():

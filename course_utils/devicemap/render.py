@@ -64,11 +64,8 @@ def label_lines(block: Block) -> list[str]:
     shape = "×".join(str(s) for s in block.shape) or "scalar"
     size = f"{human_bytes(block.nbytes)} · {block.kind}" + (" · pinned" if block.pinned else "")
     status = f"{_STATUS_MARK[block.status]}: {block.note}" if block.status else ""
-    return [_fit(name, _NAME_CHARS), _fit(f"{shape} · {block.dtype}"), _fit(size), _fit(status)]
+    return [shorten(name, _NAME_CHARS)] + [shorten(line, _CHARS) for line in (f"{shape} · {block.dtype}", size, status)]
 
-
-def _fit(text: str, limit: int = _CHARS) -> str:
-    return shorten(text, limit)
 
 
 def layout(lane: Lane) -> list[tuple[Block, float, float]]:

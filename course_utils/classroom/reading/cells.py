@@ -41,9 +41,7 @@ MAX_OWN_CELLS = 40
 def answer_cells(nb: dict) -> list[AnswerCell]:
     """The answer cells of a notebook, in notebook order: an :class:`AnswerCell` (cell index, exercise id, source) per
     code cell marked as an exercise's answer (:func:`course_utils.notebook.exercise_cells`); InvalidSubmission when
-    the cells are not what nbformat 4 describes.
-
-    Every marked cell is kept: an answer split over two cells (both carry the metadata) keeps both
+    the cells are not what nbformat 4 describes. Every marked cell is kept: an answer split over two cells keeps both
     halves, and a duplicated answer cell runs twice, as it would in the notebook."""
     try:
         return [AnswerCell(index, ex_id, cell_source(cell)) for index, cell in enumerate(nb["cells"])
@@ -55,9 +53,8 @@ def answer_cells(nb: dict) -> list[AnswerCell]:
 def strip_magics(source: str) -> str:
     """An answer cell as the Python that Jupyter runs: IPython's own input transformer turns magics (``%timeit f(x)``,
     ``t = %timeit -o f(x)``, ``%%time``), shell escapes (``!pip ...``, ``files = !ls``) and help (``x?``) into calls of
-    ``get_ipython()``; the rest is left as it is (``!=`` and ``%`` on continuation lines stay operators).
-
-    Without IPython (it comes with Jupyter), lines that start with ``%`` or ``!`` become ``pass``."""
+    ``get_ipython()``; the rest is left as it is (``!=`` and ``%`` on continuation lines stay operators). Without
+    IPython (it comes with Jupyter), lines that start with ``%`` or ``!`` become ``pass``."""
     if not any(mark in source for mark in "%!?"):  # plain Python: nothing to transform (the common case)
         return source
     try:
@@ -133,19 +130,16 @@ def _frame_name(name: str, module: Optional[str]) -> bool:
 
 
 def reaches_into_course(source: str) -> Optional[str]:
-    """The first construct in the answer cell ``source`` that reads the call stack, or ``None``.
+    """The first construct in the answer cell ``source`` that reads the call stack, or ``None``. Frames of the stack
+    hold the checker's local variables (the expected values) while the answer is called, so an answer cell must not
+    touch them: ``sys._getframe``, ``inspect.currentframe``/``stack()``, ``traceback.walk_stack``, ``gc.get_referrers``,
+    ``settrace``, a frame's ``f_back``/``f_locals``, ``tb_frame``, ``gi_frame`` (:data:`_FRAME_NAMES`), under any
+    alias, through ``getattr``, ``vars()``, ``__dict__`` or a star import, or named in a string (for ``eval``). The
+    cell is read as IPython would run it (:func:`strip_magics`).
 
-    Frames of the stack hold the checker's local variables (the expected values) while the answer is called, so an
-    answer cell must not touch them: ``sys._getframe``, ``inspect.currentframe``, ``inspect.stack()``/``trace()`` (also
-    as ``import inspect as i; i.stack()`` or ``from inspect import stack``), ``traceback.walk_stack``,
-    ``gc.get_referrers``/``get_objects``, ``settrace``, a frame's ``f_back``/``f_locals``/``f_globals``, ``tb_frame``, a
-    generator's ``gi_frame``; a ``getattr`` of such a name, or of a computed name on ``sys``, ``inspect``, ``gc`` or
-    ``traceback``; ``vars()``/``__dict__`` of those modules; star imports from them; and strings that name a frame API
-    (for ``eval``). The cell is read as IPython would run it (:func:`strip_magics`).
-
-    Static and deliberately narrow: none of these has a place in an answer to this course, and no everyday name is among
-    them. Reading the course's reference solutions is detected by what the answer *is* and *calls* while it is checked
-    (see :mod:`course_utils.classroom.sandbox.worker`), not here."""
+    Static and deliberately narrow: none of these has a place in an answer to this course. Reading the reference
+    solutions is detected by what the answer *is* and *calls* while it is checked (see
+    :mod:`course_utils.classroom.sandbox.worker`), not here."""
     tree = _parse(source)
     if tree is None:
         return None
@@ -180,11 +174,9 @@ def reaches_into_course(source: str) -> Optional[str]:
 
 
 def why_unrunnable(source: str) -> Optional[str]:
-    """Why an answer cell cannot be run at all (the feedback for its exercise), or ``None``.
-
-    Too long, or Python's own parser gives up on it (nested too deeply, a null character): reasons a
-    learner can act on, which would otherwise stop the grader's checks or the worker. A plain
-    syntax error is left to the worker, which reports its line."""
+    """Why an answer cell cannot be run at all (the feedback for its exercise), or ``None``: too long, or Python's
+    own parser gives up on it (nested too deeply, a null character). A plain syntax error is left to the worker,
+    which reports its line."""
     if len(source) > MAX_ANSWER_CHARS:
         return (f"Your answer cell is too long to grade ({len(source):,} characters; the limit is "
                 f"{MAX_ANSWER_CHARS:,}).")
@@ -287,10 +279,8 @@ def check_cell(cells: list, ex_id: str) -> Optional[int]:
 
 def own_cells(nb: dict, answers: Sequence[AnswerCell], exercises: Sequence[str]) -> list[AnswerCell]:
     """The notebook's other code cells that the answers need, as the learner's kernel had them: :class:`AnswerCell` s
-    with ``exercise`` :data:`OWN_CELL`, in notebook order, at most :data:`MAX_OWN_CELLS`.
-
-    In a notebook, an answer may call a helper defined in a cell of the learner's own, and Check passes; so does an
-    answer cell that lost its answer-cell marker. The grader runs those cells too: for each name that the answer cells
+    with ``exercise`` :data:`OWN_CELL`, in notebook order, at most :data:`MAX_OWN_CELLS` (in a notebook, an answer may
+    call a helper defined in a cell of the learner's own, and Check passes). For each name that the answer cells
     read but neither they nor the setup cell (:data:`PROVIDED`) define, and for each exercise's answer name that no
     answer cell defines, the last cell above where it is used that defines it (else the first below), then what that
     cell needs in turn. Nothing else of the notebook runs: its demonstrations, timings and quizzes do not."""

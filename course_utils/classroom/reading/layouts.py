@@ -12,8 +12,7 @@
   submissions of one lesson under names that differ by more than a copy's suffix): each file is a student.
 
 The layout is read from the paths alone, per submission, so a batch that mixes layouts still works;
-:func:`read_layout` says which were read, for the grader's summary and the report.
-"""
+:func:`read_layout` says which were read, for the grader's summary and the report."""
 from __future__ import annotations
 
 import re
@@ -42,17 +41,11 @@ _COPY = re.compile(r"(?:[\s_-]*(?:\(\d+\)|copy|v?\d+))+$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Student:
-    """One student of a class, as the submissions name them.
+    """One student of a class, as the submissions name them."""
 
-    Attributes:
-        name: how the report shows them (``doejane``, ``Jane Doe``, ``alice``, or a folder or file path).
-        id: the platform's id (Canvas user id, Moodle participant id), ``""`` when it gives none.
-        layout: the layout the name was read from (:data:`DESCRIPTIONS`' keys).
-    """
-
-    name: str
-    id: str
-    layout: str
+    name: str  # how the report shows them (doejane, Jane Doe, alice, or a folder or file path)
+    id: str  # the platform's id (Canvas user id, Moodle participant id), "" when it gives none
+    layout: str  # the layout the name was read from (DESCRIPTIONS' keys)
 
     @property
     def key(self) -> str:
@@ -110,14 +103,9 @@ def _stem(name: str) -> str:
 
 
 def students(lessons: Mapping[str, Iterable[str]]) -> dict[str, Student]:
-    """Whose each submission is.
+    """Whose each submission is: each key of ``lessons`` (a submission path, as graded -> the lessons its rows belong
+    to) -> its :class:`Student`."""
 
-    Args:
-        lessons: each submission path (as graded) -> the lessons its rows belong to.
-
-    Returns:
-        Each submission -> its :class:`Student`.
-    """
     out: dict[str, Student] = {}
     by_folder: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for submission in lessons:

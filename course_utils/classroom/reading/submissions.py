@@ -3,6 +3,7 @@ each is. Which of a notebook's cells run, and the static checks on them, are :mo
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import json
 import os
@@ -29,23 +30,13 @@ NOT_HANDED_IN = frozenset({"timestamp.txt", "__MACOSX", "Thumbs.db", "desktop.in
 
 
 def find_submissions(paths: Sequence[str], problems: Optional[list[str]] = None) -> list[str]:
-    """Expand files and folders into the notebooks to grade.
+    """Expand files (any name, any content: a broken file is graded as broken) and folders into the notebooks to
+    grade, sorted, each path once; FileNotFoundError for a path that does not exist.
 
-    Args:
-        paths: files (any name, any content: a broken file is graded as broken) and folders, searched
-            recursively for every file a student handed in (a ``.py`` or a ``.pdf`` too, so that the student is
-            counted), skipping hidden files and folders such as ``.ipynb_checkpoints``, :data:`NOT_HANDED_IN`, and
-            nbgrader's ``feedback`` folder, and not following links to folders.
-        problems: if given, gets a line for each folder that could not be read.
-
-    Returns:
-        Submission paths as given or found, sorted, each path once. Two paths to one file (a
-        link, or a folder given twice under different names) are two submissions: each gets its
-        own rows, under its own name.
-
-    Raises:
-        FileNotFoundError: a path that does not exist.
-    """
+    Folders are searched recursively for every file a student handed in (a ``.py`` or a ``.pdf`` too, so that the
+    student is counted), skipping hidden files and folders such as ``.ipynb_checkpoints``, :data:`NOT_HANDED_IN`, and
+    nbgrader's ``feedback`` folder, and not following links to folders; ``problems`` (if given) gets a line for each
+    folder that could not be read. Two paths to one file are two submissions, each with its own rows."""
     def unreadable(error: OSError) -> None:
         if problems is not None:
             problems.append(f"Could not read the folder {error.filename}: {error.strerror}.")
@@ -113,12 +104,8 @@ def _without_outputs(pairs: list[tuple[str, object]]) -> dict:
 
 
 def _open_file(path: str) -> BinaryIO:
-    """``path`` opened for reading in binary, without blocking on a FIFO or a device.
-
-    Raises:
-        InvalidSubmission: the path is not a regular file.
-        OSError: it cannot be opened.
-    """
+    """``path`` opened for reading in binary, without blocking on a FIFO or a device; InvalidSubmission when it is
+    not a regular file."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     f = open(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -153,15 +140,8 @@ def what_file(text: str) -> str:
 
 def read_notebook(path: str) -> dict:
     """Read a notebook file as JSON, without its saved outputs but a record of quiz predictions (see
-    :func:`_without_outputs`).
-
-    Text that is not valid UTF-8 is read with U+FFFD in place of the bad bytes; UTF-8 with a byte
-    order mark, UTF-16 and UTF-32 are read too.
-
-    Raises:
-        InvalidSubmission: unreadable, not a regular file, larger than :data:`MAX_NOTEBOOK_BYTES`,
-            not JSON, nested too deeply, or not an nbformat-4 notebook.
-    """
+    :func:`_without_outputs`); InvalidSubmission when it is unreadable, not a regular file, too large, not JSON,
+    nested too deeply, or not a notebook. Bad UTF-8 bytes become U+FFFD; a BOM, UTF-16 and UTF-32 are read too."""
     try:
         with _open_file(path) as f:
             info = os.fstat(f.fileno())
@@ -207,13 +187,9 @@ def file_lesson(path: str) -> Optional[str]:
 
 
 def lesson_of(path: str, cells: Sequence[AnswerCell] = ()) -> Optional[str]:
-    """The lesson a submission is an assignment of, told by what it holds before what it is called.
-
-    First the lesson most of its answer cells (of registered exercises) belong to, so that lesson
-    01's notebook saved as ``04_team_tensors.ipynb`` is lesson 01; then the exercise ids the file
-    names (:func:`lesson_mentioned`: its check cells, for a notebook whose answer cells lost their
-    metadata); then a file name ``NN_*.ipynb``. ``None`` when none of these names one lesson.
-    """
+    """The lesson a submission is an assignment of, told by what it holds before what it is called: the lesson most
+    of its answer cells belong to (lesson 01's notebook saved as ``04_team_tensors.ipynb`` is lesson 01), else the
+    exercise ids the file names (:func:`lesson_mentioned`), else a file name ``NN_*.ipynb``; else ``None``."""
     return _cells_lesson(cells) or lesson_mentioned(path) or file_lesson(path)
 
 
@@ -221,12 +197,7 @@ def _cells_lesson(cells: Sequence[AnswerCell]) -> Optional[str]:
     """The lesson most of ``cells`` (of registered exercises) belong to; ``None`` for none or a tie."""
     from ...exercises import exercise_ids, get_exercise
     known = set(exercise_ids())
-    counts: dict[str, int] = {}
-    for cell in cells:
-        if cell.exercise in known:
-            lesson = get_exercise(cell.exercise).lesson
-            counts[lesson] = counts.get(lesson, 0) + 1
-    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    ranked = collections.Counter(get_exercise(c.exercise).lesson for c in cells if c.exercise in known).most_common()
     if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
         return None
     return ranked[0][0]
@@ -249,10 +220,9 @@ _MENTION = re.compile(r"exercise\W{1,6}(\d\d\.[A-Za-z_]\w*)")
 
 
 def lesson_mentioned(path: str) -> Optional[str]:
-    """The lesson a file names when neither its answer cells nor its name do: the lesson of the
-    registered exercise ids in its answer-cell metadata (``"exercise": "01.nbytes"``) or check cells
-    (``cu.exercise("01.nbytes")``), read as plain text (so it works on a damaged file too); ``None``
-    when those name no lesson, or several."""
+    """The lesson a file names when neither its answer cells nor its name do: the lesson of the registered exercise
+    ids in its answer-cell metadata (``"exercise": "01.nbytes"``) or check cells (``cu.exercise("01.nbytes")``), read
+    as plain text (so it works on a damaged file too); ``None`` when those name no lesson, or several."""
     from ...exercises import exercise_ids, get_exercise
     try:
         with _open_file(path) as f:

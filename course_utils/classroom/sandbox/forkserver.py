@@ -8,8 +8,7 @@ forks a copy of it. A run never comes from another submission's process.
 
 Per run, the grader passes three pipes: the job (read by the worker), the channel (the worker's signed messages)
 and the status, on which the run's supervisor writes ``session S W`` (its pid and the worker's), then ``exit N``
-or ``signal N`` once it has reaped the worker.
-"""
+or ``signal N`` once it has reaped the worker."""
 from __future__ import annotations
 
 import contextlib
@@ -30,15 +29,11 @@ __all__ = ["serve"]
 
 
 def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[worker.Pristine]) -> None:
-    """The run's supervisor, forked by :func:`serve`: it forks the worker and outlives it. Never returns.
-
-    The supervisor leads a new session and is a subreaper (``PR_SET_CHILD_SUBREAPER``), so every
-    process the learner's code starts stays in its session or, if it leaves it (a double-forked
-    daemon), is adopted by it. It reports ``session <its pid> <worker pid>`` on the status pipe, waits
-    for the worker, kills everything left below itself, then reports ``exit N`` or ``signal N``.
-
-    Learner code that stops or kills its parent (``os.getppid()``) reaches this supervisor, not the
-    fork server: the grader resumes it (``SIGCONT``), or does without its report."""
+    """The run's supervisor, forked by :func:`serve`: it forks the worker and outlives it. Never returns. It leads a
+    new session and is a subreaper, so every process the learner's code starts stays in its session or is adopted by
+    it (a double-forked daemon). It reports ``session <its pid> <worker pid>`` on the status pipe, waits for the
+    worker, kills everything left below itself, then reports ``exit N`` or ``signal N``. Learner code that stops or
+    kills its parent reaches this supervisor, not the fork server: the grader resumes it, or does without its report."""
     try:
         os.setsid()
         procs.prctl(procs.PR_SET_CHILD_SUBREAPER, 1)
@@ -71,10 +66,8 @@ def _child(job_fd: int, channel_fd: int, status_fd: int, pristine: Optional[work
 def serve(control_fd: int) -> None:
     """Fork server loop: for each request on the control socket (1 byte carrying the job, channel and status pipes),
     fork a supervisor that forks the worker (:func:`_child`). Returns, killing every process it started, when the grader
-    closes the socket.
-
-    The server is a subreaper too: a learner's process whose supervisor was killed is adopted here and killed. While
-    runs are going, it resumes the grader if learner code stopped it (the grader does the same for the server)."""
+    closes the socket. The server is a subreaper too: a learner's process whose supervisor was killed is adopted here
+    and killed. While runs are going, it resumes the grader if learner code stopped it (and the grader the server)."""
     control = socket.socket(fileno=control_fd)
     pristine = _become_server()
     me = os.getpid()

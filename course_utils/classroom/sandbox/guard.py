@@ -26,8 +26,7 @@ values), whatever name it used: ``sys._getframe``, ``sys._current_frames``, a tr
 ``gi_frame``, ``gc.get_referrers``/``get_referents``/``get_objects``, ``sys.settrace``/``setprofile``, and the
 ``inspect`` and ``traceback`` functions that call these for it (:meth:`ReferenceGuard.note_frame_access`). Not seen:
 frames that other code hands to the learner's (a signal handler's argument, a library's callback), and frames taken
-through ``ctypes``.
-"""
+through ``ctypes``."""
 from __future__ import annotations
 
 import dis

@@ -16,8 +16,7 @@ is :mod:`.guard`.
 * :func:`pristine_torch`: each check runs in PyTorch's global state as the worker started (default device and dtype,
   grad and inference mode, RNG, threads, matmul precision, deterministic algorithms, anomaly mode; no torch function or
   dispatch mode active), and the learner's state is put back afterwards, so later cells run as they would in the
-  notebook.
-"""
+  notebook."""
 from __future__ import annotations
 
 import gc

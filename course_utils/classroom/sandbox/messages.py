@@ -5,8 +5,7 @@ is given, the names of what the channel carries and of how a run ends, and the f
 A run's messages, in order (one class each, its :class:`Kind` the ``t`` of its JSON): :class:`ReadyMessage`;
 per cell a :class:`StageMessage` (:attr:`Stage.CELL`) then a :class:`CellMessage`; after an exercise's last
 cell a :class:`StageMessage` (:attr:`Stage.CHECK`) then a :class:`ResultMessage`; :class:`DoneMessage`.
-A :class:`TamperedMessage` (what changed) ends a run early, as does an :class:`ErrorMessage`.
-"""
+A :class:`TamperedMessage` (what changed) ends a run early, as does an :class:`ErrorMessage`."""
 from __future__ import annotations
 
 import hashlib
@@ -199,18 +198,17 @@ def unsign(key: bytes, raw: bytes) -> Optional[Message]:
 
 @dataclass(frozen=True)
 class Job:
-    """What a worker is asked to do: run ``cells`` (``(index, exercise id, source)`` in notebook order), checking
-    each exercise of ``check`` after its last cell, within these limits (seconds, MB); ``key`` signs its messages,
-    ``tmp`` is the run's temporary folder and ``assessed`` the grader's mode."""
+    """What a worker is asked to do: run ``cells``, checking each exercise of ``check`` after its last cell, within
+    these limits (seconds, MB)."""
 
-    key: bytes
-    cells: tuple[tuple[int, str, str], ...]
+    key: bytes                                # signs its messages
+    cells: tuple[tuple[int, str, str], ...]   # (index, exercise id, source) in notebook order
     check: tuple[str, ...]
     cell_timeout: float
     check_timeout: float
     memory_mb: int
-    tmp: str = ""
-    assessed: bool = False
+    tmp: str = ""            # the run's temporary folder
+    assessed: bool = False   # the grader's mode
 
     def to_json(self) -> bytes:
         """The job as the worker reads it from its pipe."""

@@ -6,8 +6,7 @@ it moved to; measure the memory of all of them together; resume a grading proces
 (``SIGSTOP``); and kill them all. Nothing here runs learner code.
 
 Without ``/proc`` (macOS) :func:`process_table` is empty and :func:`prctl` does nothing, so grading falls back to
-killing process groups, and the memory limit is the per-process ``RLIMIT_DATA`` only.
-"""
+killing process groups, and the memory limit is the per-process ``RLIMIT_DATA`` only."""
 from __future__ import annotations
 
 import contextlib
@@ -117,10 +116,8 @@ def _alive(pids: Iterable[int], table: dict[int, Proc]) -> set[int]:
 
 
 def private_memory(pid: int) -> Optional[int]:
-    """Bytes of memory that only ``pid`` holds (private pages, and swap), from ``/proc/<pid>/smaps_rollup`` (Linux
-    4.14+); ``None`` where that cannot be read.
-
-    Pages a forked process still shares with its parent are not counted, so a fork costs nothing until it writes."""
+    """Bytes of memory that only ``pid`` holds (private pages, and swap: a fork costs nothing until it writes), from
+    ``/proc/<pid>/smaps_rollup`` (Linux 4.14+); ``None`` where that cannot be read."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
             lines = f.read().splitlines()
@@ -268,10 +265,8 @@ def below(root: int) -> set[int]:
 def supervise(worker: int, report_fd: int) -> Optional[int]:
     """Wait until the child ``worker`` ends, then kill every process left below this one; returns the worker's wait
     status, or ``None`` when the grader went away first. ``report_fd`` is the write end of the pipe the grader reads:
-    when the grader closes it (it gave up on the run, or died) the worker is killed at once.
-
-    Runs in a subreaper (``PR_SET_CHILD_SUBREAPER``): the orphans of anything the worker started,
-    double-forked daemons included, are adopted here and killed with the rest."""
+    when the grader closes it (it gave up on the run, or died) the worker is killed at once. Runs in a subreaper: the
+    orphans of anything the worker started (double-forked daemons too) are adopted here and killed with the rest."""
     poller = select.poll()
     poller.register(report_fd, 0)  # POLLERR (no reader left) is always reported
     try:

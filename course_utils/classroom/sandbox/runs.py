@@ -43,16 +43,12 @@ MAX_MESSAGE = 2**20
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one submission: ``timeout``, the wall-clock seconds for one worker run from the moment it
-    is ready to run learner code (the process group is then killed); ``cell_timeout``, the seconds each answer cell
-    may run (top-level code, not the checks); ``check_timeout``, the seconds each check may run (the ``timeout`` of
-    :func:`course_utils.check`); ``memory_mb``, the memory the learner's code may allocate (``RLIMIT_DATA``), on top
-    of what PyTorch and the course hold before it runs (that part differs between CPU and CUDA builds)."""
+    """Resource limits for one submission."""
 
-    timeout: float = 60.0
-    cell_timeout: float = 30.0   # honest lesson-07 answers that time or plot take over 10 s on a busy machine
-    check_timeout: float = 20.0
-    memory_mb: int = 4096
+    timeout: float = 60.0        # wall-clock seconds for a worker run, from when it is ready to run learner code
+    cell_timeout: float = 30.0   # each answer cell's top-level code (lesson-07 answers that time or plot take > 10 s)
+    check_timeout: float = 20.0  # each check (the timeout of course_utils.check)
+    memory_mb: int = 4096        # what learner code may allocate (RLIMIT_DATA), on top of what PyTorch holds before
 
 
 class ForkServer:
@@ -163,11 +159,9 @@ def _remove_folder(path: str) -> None:
 
 def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits,
                cancelled: Optional[threading.Event] = None) -> Run:
-    """Run one worker to its end, collecting its signed messages (see :func:`_run_once`).
-
-    A run that never reached learner code (the fork server was killed or broken, e.g. by another
-    submission) is tried once more, with a fresh server if the old one has gone: no learner code
-    ran, so the outcome cannot depend on it. Neither starts once ``cancelled`` (the grading's) is set."""
+    """Run one worker to its end, collecting its signed messages (see :func:`_run_once`). A run that never reached
+    learner code (the fork server was killed or broken, e.g. by another submission) is tried once more, with a fresh
+    server if the old one has gone. Neither starts once ``cancelled`` (the grading's) is set."""
     run = _run_once(cells, check, limits, cancelled)
     if not run.ready and not run.messages and not (cancelled is not None and cancelled.is_set()):
         run = _run_once(cells, check, limits, cancelled)
@@ -175,10 +169,8 @@ def run_worker(cells: list[AnswerCell], check: list[str], limits: Limits,
 
 
 def _run_once(cells: list[AnswerCell], check: list[str], limits: Limits, cancelled: Optional[threading.Event]) -> Run:
-    """Run one worker to its end, collecting its signed messages; then kill every process the run
-    started and remove its temporary folder.
-
-    While it waits, every :data:`WATCH_INTERVAL` seconds it looks at the run's processes
+    """Run one worker to its end, collecting its signed messages; then kill every process the run started and remove
+    its temporary folder. While it waits, every :data:`WATCH_INTERVAL` seconds it looks at the run's processes
     (:func:`course_utils.classroom.sandbox.processes.run_processes`): it resumes the fork server or the run's
     supervisor if learner code stopped them (``SIGSTOP``), and kills the run when it has more than
     :data:`MAX_PROCESSES` processes, or when they together hold more than ``limits.memory_mb`` on top

@@ -11,8 +11,7 @@ A run (:func:`main`) grades the way the notebook runs: answer cells in notebook 
 IPython reads them, each exercise checked right after its last answer cell, in PyTorch's pristine
 global state (:mod:`course_utils.classroom.sandbox.integrity`), with the integrity of the course and of PyTorch
 verified after every cell and every check. Whatever the learner's code raises (``KeyboardInterrupt``
-and hostile ``__str__`` included) costs only its own exercise.
-"""
+and hostile ``__str__`` included) costs only its own exercise."""
 from __future__ import annotations
 
 import ast
@@ -50,7 +49,7 @@ from course_utils.classroom.sandbox.messages import (FATAL_CELL_ERRORS, TAMPERED
                                                      ResultMessage, Stage, StageMessage, TamperedMessage, frame, sign)
 from course_utils.device import warm_up  # noqa: E402
 from course_utils.exceptions import GraderLimit  # noqa: E402
-from course_utils.grading import TimeLimit, safe_repr  # noqa: E402
+from course_utils.grading import TimeLimit, safe_repr, text_of  # noqa: E402
 from course_utils.results import FAILED  # noqa: E402
 
 try:  # learners may use numpy in an answer; it is optional for the course
@@ -131,18 +130,10 @@ def _exec(code: types.CodeType, namespace: dict) -> None:
 def _is_memory_error(e: BaseException) -> bool:
     if issubclass(type(e), MemoryError):
         return True
-    text = _text(e).lower()
+    text = text_of(e).lower()
     return issubclass(type(e), RuntimeError) and (
         "can't allocate memory" in text or "out of memory" in text or "not enough memory" in text)
 
-
-def _text(e: BaseException) -> str:
-    """``str(e)``, or ``""`` when that fails (a hostile ``__str__``, ``KeyboardInterrupt`` included)."""
-    try:
-        text = str(e)
-        return text if type(text) is str else ""
-    except BaseException:
-        return ""
 
 
 def _line(e: BaseException, filename: str) -> str:
@@ -184,7 +175,7 @@ def run_cell(source: str, filename: str, namespace: dict, seconds: float, memory
             return CellFailure(CellError.MEMORY, f"Your answer cell ran out of memory (the limit is {memory_mb} MB) "
                                                  "and was stopped.")
         message = "called sys.exit()" if issubclass(type(e), SystemExit) else \
-            f"raised {type_name(e)}{_line(e, filename)}: {safe_repr(_text(e), 200)}"
+            f"raised {type_name(e)}{_line(e, filename)}: {safe_repr(text_of(e), 200)}"
         return CellFailure(CellError.EXCEPTION, f"Your answer cell {message}.")
     return None
 
@@ -198,13 +189,10 @@ def _forget(namespace: dict, before: set) -> None:
 
 def check_answer(ex_id: str, namespace: dict, cell_error: Optional[CellFailure], guard: ReferenceGuard,
                  start: list[Any], timeout: float | None = None) -> ResultMessage:
-    """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's
-    default when ``None``); the result carries the misconception ``code``, and ``points`` when the check ran
-    (part marks for an answer that did not pass).
-
-    The check runs in PyTorch's state ``start`` (:func:`course_utils.classroom.sandbox.integrity.pristine_torch`).
-    Whatever the answer raises, even out of :func:`course_utils.check` (``KeyboardInterrupt``, a
-    hostile ``__str__``), fails this exercise only."""
+    """Check what the answer cells defined for ``ex_id``, within ``timeout`` seconds (the package's default when
+    ``None``), in PyTorch's state ``start`` (:func:`course_utils.classroom.sandbox.integrity.pristine_torch`); the
+    result carries the misconception ``code``, and ``points`` when the check ran. Whatever the answer raises, even out
+    of :func:`course_utils.check` (``KeyboardInterrupt``, a hostile ``__str__``), fails this exercise only."""
     ex = exercises.get_exercise(ex_id)
     if cell_error and cell_error.kind in FATAL_CELL_ERRORS:
         timed_out = cell_error.kind == CellError.TIMEOUT
@@ -330,10 +318,8 @@ def notebook_namespace() -> dict:
 def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
     """Grade one submission's answer cells (``job``: the cells, the exercises to check, the limits and the run's HMAC
     key), reporting on the pipe ``channel``; the process ends here. ``pristine`` is the state to start from, made by the
-    fork server (:func:`pristine_state`); else it is made here.
-
-    The cells run in order; each exercise of ``check`` is checked right after its last cell (one without cells, at the
-    end). The messages sent, and their order, are described in :mod:`course_utils.classroom.sandbox.messages`."""
+    fork server (:func:`pristine_state`); else it is made here. The cells run in order; each exercise of ``check`` is
+    checked right after its last cell (one without cells, at the end), as :mod:`.messages` describes."""
     send = _sender(channel, job.key)
     killpg = os.killpg  # its own reference, as send's (see _sender)
     try:
@@ -346,7 +332,7 @@ def main(channel: int, job: Job, pristine: Optional[Pristine] = None) -> None:
         killpg(0, signal.SIGKILL)  # end with whatever the learner's code started (own group, see _isolate)
     except BaseException as e:  # the grader's own limits or bugs (learner code is contained in _Run)
         try:
-            message = _text(e) if type(e) is GraderLimit else f"{type_name(e)}: {safe_repr(_text(e), 200)}"
+            message = text_of(e) if type(e) is GraderLimit else f"{type_name(e)}: {safe_repr(text_of(e), 200)}"
             send(ErrorMessage(message))
         except BaseException:
             pass

@@ -1,7 +1,6 @@
 """The class report as one self-contained, accessible HTML page (no script, no network: it opens from disk and in a
 JupyterLab tab): what to re-teach first, where the class stands, the misconceptions, the predictions, whom to follow
-up and each exercise. It draws a :class:`~course_utils.classroom.writing.class_stats.ClassReport`.
-"""
+up and each exercise. It draws a :class:`~course_utils.classroom.writing.class_stats.ClassReport`."""
 from __future__ import annotations
 
 import html

@@ -1,17 +1,11 @@
 """``python -m course_utils report``: what a class got wrong, from the grader's CSVs or Gradescope results.
 
 It reads the rows ``grade`` writes (one per submission and exercise, with the misconception ``code`` the feedback
-names), counts them (:mod:`.class_stats`) and writes the report (:mod:`.class_page` draws it as HTML): per lesson
-and exercise, how many students attempted and passed, how their scores spread, and which misconceptions they
-showed, ranked by how many students showed each, with the explanation, the section that teaches it and a question
-for class (:mod:`course_utils.misconceptions`). It lists the students to follow up (a
-whole lesson at zero, tampering, time limits) and where the class stands across the course. The output is one
-self-contained HTML page (no script, no network: it opens from disk and in a JupyterLab tab), or the same tables as
-CSV files or JSON.
+names), counts them (:mod:`.class_stats`: attempts, passes, scores, the misconceptions shown, the students to follow
+up) and writes the report: one self-contained HTML page (:mod:`.class_page`), or the same tables as CSV files or JSON.
 
 Whose each submission is comes from the layout the class was collected in (Canvas's bulk download, Moodle's
-download, nbgrader's folders, a folder per student: :mod:`.layouts`); the report says which it read.
-"""
+download, nbgrader's folders, a folder per student: :mod:`.layouts`); the report says which it read."""
 from __future__ import annotations
 
 import argparse
@@ -43,21 +37,14 @@ def read_rows(paths: Sequence[str]) -> list[Row]:
     """Every exercise row in ``paths``: CSV files written by ``grade`` (with or without the ``code`` column), and
     Gradescope ``results.json`` files or folders holding them (searched recursively). ``TOTAL`` rows are left out,
     but for a submission that has no other row (a file whose lesson could not be told), so that its student is
-    counted; predictions CSVs too (:func:`read_inputs`).
-
-    Raises:
-        ReportError: a path that does not exist or cannot be read, or a file in none of these formats.
-    """
+    counted; predictions CSVs too (:func:`read_inputs`). ReportError for a path that cannot be read, or a file in
+    none of these formats."""
     return read_inputs(paths)[0]
 
 
 def read_inputs(paths: Sequence[str]) -> tuple[list[Row], Optional[list[predicted.Prediction]]]:
-    """The exercise rows in ``paths`` (see :func:`read_rows`), and the quiz predictions in the predictions CSVs
-    among them (written by ``grade --predictions``; ``None`` when there is none).
-
-    Raises:
-        ReportError: a path that does not exist or cannot be read, or a file in none of these formats.
-    """
+    """The exercise rows in ``paths`` (see :func:`read_rows`, also for ReportError), and the quiz predictions in the
+    predictions CSVs among them (written by ``grade --predictions``; ``None`` when there is none)."""
     rows: list[Row] = []
     found: Optional[list[predicted.Prediction]] = None
     for p in input_files(paths):
@@ -72,11 +59,9 @@ def read_inputs(paths: Sequence[str]) -> tuple[list[Row], Optional[list[predicte
 
 
 def input_files(paths: Sequence[str]) -> list[Path]:
-    """The files ``paths`` name: each file, and the ``results.json`` files in each folder.
+    """The files ``paths`` name: each file, and the ``results.json`` files in each folder; ReportError for a path
+    that does not exist, or a folder without any results.json."""
 
-    Raises:
-        ReportError: a path that does not exist, or a folder without any results.json.
-    """
     files: list[Path] = []
     for path in paths:
         p = Path(path)

@@ -2,8 +2,7 @@
 :class:`ClassReport` (per lesson and exercise, how many students attempted and passed and how their scores spread;
 the misconceptions they showed, ranked by how many students showed each; the students to follow up; what they
 predicted). :mod:`course_utils.classroom.writing.class_report` reads the rows and writes the report,
-:mod:`course_utils.classroom.writing.class_page` draws it as HTML.
-"""
+:mod:`course_utils.classroom.writing.class_page` draws it as HTML."""
 from __future__ import annotations
 
 import dataclasses
@@ -118,10 +117,8 @@ class ClassReport:
 
 def summarize(rows: Iterable[Row], anonymous: bool = False, min_share: float = MIN_SHARE,
               predictions: Optional[Iterable[predicted.Prediction]] = None, policy: str = LATEST) -> ClassReport:
-    """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`. One submission counts per
-    student and lesson, as ``policy`` chooses (:mod:`.resubmissions`). ``min_share``: see
-    :attr:`ClassReport.min_share`. ``predictions`` (from predictions CSVs) are counted per quiz, among the students
-    who handed in its lesson (``None``: no predictions were given)."""
+    """Count ``rows`` (one per submission and exercise) into a :class:`ClassReport`, one submission per student and
+    lesson as ``policy`` chooses (:mod:`.resubmissions`), and ``predictions`` (``None``: none given) per quiz."""
     rows = list(rows)
     chosen = choose(rows, policy)
     names = {s: (f"Student {i}" if anonymous else s)

@@ -13,8 +13,7 @@ import them. The submission that counts per student and lesson is :mod:`.resubmi
 * Any other layout gets the same columns as Canvas's, the student's name as the folders give it.
 
 A student with nothing graded in a lesson gets an empty cell (the LMS keeps what it has) or, with ``--missing zero``,
-an explicit 0; the command lists them either way.
-"""
+an explicit 0; the command lists them either way."""
 from __future__ import annotations
 
 import argparse
@@ -48,14 +47,12 @@ def column(lesson: str) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    """How the gradebook is written: ``roster`` (a Canvas gradebook export, a Moodle participants export or
-    grading worksheet), ``assignments`` (lesson -> Canvas assignment id), ``missing`` (:data:`BLANK` or
-    :data:`ZERO`) and the resubmissions ``policy``."""
+    """How the gradebook is written."""
 
-    roster: Optional[str] = None
-    assignments: dict[str, str] = field(default_factory=dict)
-    missing: str = BLANK
-    policy: str = LATEST
+    roster: Optional[str] = None   # a Canvas gradebook export, a Moodle participants export or grading worksheet
+    assignments: dict[str, str] = field(default_factory=dict)   # lesson -> Canvas assignment id
+    missing: str = BLANK           # or ZERO
+    policy: str = LATEST           # of resubmissions
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> "Options":

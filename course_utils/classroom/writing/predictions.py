@@ -8,8 +8,7 @@ submission, keeps the quizzes of the submission's own lesson and writes them as 
 
 The record is what the learner's kernel wrote, and a learner can edit a saved notebook: predictions are a signal
 for planning a class, never a grade. Each value is checked (a registered quiz of the lesson, a letter among its
-options, a whole number of attempts); whether the first prediction was right is worked out from the letter.
-"""
+options, a whole number of attempts); whether the first prediction was right is worked out from the letter."""
 from __future__ import annotations
 
 import string
@@ -151,9 +150,8 @@ class QuizStats:
 def quiz_stats(predictions: Iterable[Prediction], whose: Mapping[str, Student],
                handed_in: Mapping[str, Iterable[str]]) -> list[QuizStats]:
     """Per quiz of the lessons handed in, what the students predicted first: each student once (from their first
-    submission, in path order, that recorded the quiz), counted among the students who handed its lesson in.
-    ``predictions`` come from the predictions CSVs, ``whose`` maps a submission to its student
-    (:func:`course_utils.classroom.reading.layouts.students`) and ``handed_in`` to its lessons (from the grades)."""
+    submission, in path order, that recorded the quiz), counted among the students who handed its lesson in
+    (``whose``: submission -> student; ``handed_in``: submission -> its lessons, from the grades)."""
     of: dict[str, set[str]] = {}
     for submission, lessons in handed_in.items():
         for lesson in lessons:

@@ -37,10 +37,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_field(text: str) -> str:
-    """One CSV field, safe to open in a spreadsheet.
-
-    A field that starts like a formula (``=`` ``+`` ``-`` ``@``, tab or carriage return: a file named
-    ``=HYPERLINK(...).ipynb``) gets a leading ``'``, as OWASP recommends, so that it stays text. A field holding a
+    """One CSV field, safe to open in a spreadsheet: one that starts like a formula (``=`` ``+`` ``-`` ``@``, tab or
+    carriage return: a file named ``=HYPERLINK(...).ipynb``) gets a leading ``'``, as OWASP recommends; one holding a
     comma, semicolon (the separator in some locales), quote, tab or line break is quoted (RFC 4180)."""
     if text.startswith(_FORMULA_START):
         text = "'" + text
@@ -67,13 +65,10 @@ def write_csv(grades: Sequence[SubmissionGrade], out: TextIO) -> None:
 
 
 class CsvFile:
-    """The ``--out`` file, never half-written and never lost.
-
-    Each submission's rows go, as soon as it is graded, to a partial file beside ``--out``
-    (``grades.csv.<random>.partial``), so a batch that is killed keeps what it graded there. When
-    the batch ends (or is interrupted) the sorted CSV replaces ``--out`` in one atomic rename and
-    the partial file is removed; until then an existing ``--out`` is untouched. A target that is
-    not a regular file (``/dev/stdout``, a pipe) gets the sorted CSV only, at the end."""
+    """The ``--out`` file, never half-written and never lost: each submission's rows go, as soon as it is graded, to
+    a partial file beside ``--out`` (``grades.csv.<random>.partial``); when the batch ends (or is interrupted) the
+    sorted CSV replaces ``--out`` in one atomic rename and the partial file is removed. A target that is not a regular
+    file (``/dev/stdout``, a pipe) gets the sorted CSV only, at the end."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -133,14 +128,13 @@ _FOLDER_MAX_BYTES = 200
 
 
 def gradescope_folder(submission: str, strict: bool = False) -> str:
-    """The folder name for a submission's ``results.json``: its path as given, percent-encoded.
-
-    ``%``, ``/``, ``\\``, ``~``, the characters Windows forbids (``<>:"|?*``) and control characters become ``%XX``
-    (their UTF-8 bytes), as do a leading ``.`` and a trailing space or ``.``, so that the name is one folder on any
-    system and ``urllib.parse.unquote(name) == submission``: ``subs/John Smith/hw.ipynb`` ->
-    ``subs%2FJohn Smith%2Fhw.ipynb``. ``strict`` also encodes capital letters and non-ASCII characters (for names that
-    differ only in case, which collide on macOS and Windows). A name over 200 bytes is cut, and ends with ``~`` and a
-    hash of the path; it cannot be decoded: read ``extra_data.submission`` in its ``results.json``."""
+    """The folder name for a submission's ``results.json``: its path as given, percent-encoded. ``%``, ``/``, ``\\``,
+    ``~``, the characters Windows forbids (``<>:"|?*``) and control characters become ``%XX`` (their UTF-8 bytes), as
+    do a leading ``.`` and a trailing space or ``.``, so that the name is one folder on any system and
+    ``urllib.parse.unquote(name) == submission``: ``subs/John Smith/hw.ipynb`` -> ``subs%2FJohn Smith%2Fhw.ipynb``.
+    ``strict`` also encodes capital letters and non-ASCII characters (for names that differ only in case, which collide
+    on macOS and Windows). A name over 200 bytes is cut, and ends with ``~`` and a hash of the path; it cannot be
+    decoded: read ``extra_data.submission`` in its ``results.json``."""
     tokens = []
     for i, ch in enumerate(submission):
         edge = (i == 0 and ch == ".") or (i == len(submission) - 1 and ch in " .")

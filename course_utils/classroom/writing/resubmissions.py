@@ -5,8 +5,7 @@ when the file was handed in (``grade`` writes it in the CSV), then a copy's numb
 ``--resubmissions best`` counts the submission with the most points instead. Either way every row of a lesson comes
 from one submission, never a mix of versions, and a notebook counts before files that are not notebooks (a PDF
 handed in beside it). The others are listed, as are files whose lesson could not be told, so that everything a
-student handed in is accounted for.
-"""
+student handed in is accounted for."""
 from __future__ import annotations
 
 from collections import defaultdict
