@@ -178,7 +178,7 @@ def simdevice(repeats: int = 9) -> list[str]:
         mats = [(torch.randn(n, n, device=device), torch.randn(n, n, device=device)) for n in (16, 64, 256)]
         copies = [torch.ones(n) for n in (2**14, 2**18, 2**20)]
         net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).to(device)
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        opt = torch.optim.Adam(net.parameters(), lr=0.01)
         batch, labels = torch.randn(16, 32, device=device), torch.randint(0, 10, (16,), device=device)
 
         def matmuls() -> None:
@@ -198,7 +198,7 @@ def simdevice(repeats: int = 9) -> list[str]:
 
         return {"02: n×n matmuls, n = 16, 64, 256": matmuls,
                 "07: host → device copies, 64 kB to 4 MiB": host_to_device,
-                "08: 4 training steps, a small MLP": training_steps}
+                "08: 4 training steps, a small MLP with Adam": training_steps}
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

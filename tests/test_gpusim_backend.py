@@ -172,10 +172,47 @@ RUNS = {
                                                       "does not model memory"))
         (len(said), all(said), torch.accelerator.empty_cache(), torch.accelerator.empty_host_cache())"""),
         "(16, True, None, None)"),
+    "torch.tensor and as_tensor on the current device": (textwrap.dedent("""\
+        torch.accelerator.set_device_index(1)
+        made = (str(torch.tensor([1.], device='simgpu').device), str(torch.as_tensor([1.], device='simgpu').device),
+                str(torch.tensor([1.], device='simgpu:0').device))
+        torch.accelerator.set_device_index(0)
+        with torch.device(device):   # a default device still reaches them
+            made += (str(torch.tensor([1.]).device), str(torch.as_tensor([1.]).device))
+        made + (str(torch.tensor([1.], device='simgpu').device),)"""),
+        "('simgpu:1', 'simgpu:1', 'simgpu:0', 'simgpu:0', 'simgpu:0', 'simgpu:0')"),
+    "a generator on the device": (textwrap.dedent("""\
+        g = torch.Generator(device=device).manual_seed(42)
+        x = torch.randn(3, device=device, generator=g)
+        g.manual_seed(42)
+        (str(g.device), torch.equal(x, torch.randn(3, device=device, generator=g)),
+         isinstance(g, torch.Generator), isinstance(torch.default_generator, torch.Generator),
+         str(torch.Generator().device), str(torch.Generator(device='simgpu:1').device))"""),
+        "('simgpu:0', True, True, True, 'cpu', 'simgpu:1')"),
+    "training on device 1, on the caller's thread": (
+        "w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward(); "
+        "(str(w.grad.device), w.grad.tolist(), torch.is_grad_enabled())", "('simgpu:1', [2.0, 2.0], True)"),
+    "optimizers take the multi-tensor path, as on CUDA": (
+        "from torch.optim.optimizer import _default_to_fused_or_foreach\n"
+        "_default_to_fused_or_foreach(list(nn.Linear(2, 2).to(device).parameters()), False, False)", "(False, True)"),
+    "the device's own random stream": (textwrap.dedent("""\
+        torch.manual_seed(0); on_cpu = torch.randn(3)
+        torch.manual_seed(0); on_device = torch.randn(3, device=device); after = torch.randn(3)
+        torch.manual_seed(0); again = torch.randn(3, device=device)
+        state = torch.simgpu.get_rng_state(); u = torch.rand(2, device=device); torch.simgpu.set_rng_state(state)
+        (torch.equal(on_cpu, on_device.cpu()), torch.equal(on_cpu, after), torch.equal(on_device, again),
+         torch.equal(u, torch.rand(2, device=device)))"""), "(False, True, True, True)"),
 }
 
 #: Cells a GPU refuses: name -> (code, the exception type, the message as a function of the PyTorch version).
 RAISES = {
+    "a cpu generator for a device tensor": ("torch.randn(3, device=device, generator=torch.Generator())",
+                                            "RuntimeError", "Expected a 'simgpu' device type for generator but found "
+                                            "'cpu'"),
+    "a shuffling DataLoader under a default device": (
+        "torch.set_default_device(device)\ntry:\n    next(iter(torch.utils.data.DataLoader(torch.arange(8.), "
+        "batch_size=4, shuffle=True)))\nfinally:\n    torch.set_default_device(None)", "RuntimeError",
+        "Expected a 'simgpu' device type for generator but found 'cpu'"),
     "cpu + device": ("torch.ones(2, device=device) + torch.ones(2)", "RuntimeError",
                      devicerules.elementwise_message("simgpu:0", "cpu")),
     "device 0 + device 1": ("torch.ones(2, device=device) + torch.ones(2, device='simgpu:1')", "RuntimeError",
@@ -226,8 +263,6 @@ RAISES = {
                                               "    nn.BCELoss()(torch.rand(2, device=device), "
                                               "torch.ones(2, device=device))", "RuntimeError",
                                               devicerules.AUTOCAST_REFUSED),
-    "training on device 1": ("w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward()",
-                             "RuntimeError", "The course's simulated GPU computes gradients on simgpu:0 only"),
 }
 
 _PROBE = r"""

@@ -8,21 +8,20 @@ CPU tensors (or ``simgpu:0`` with ``simgpu:1``) raises what a CUDA build of the 
 operation (:mod:`course_utils.gpusim.rules`), with ``simgpu:0`` where the GPU says ``cuda:0``.
 
 What it simulates: two devices (``simgpu:0`` and ``simgpu:1``), the values, the device rules and their errors,
-``torch.accelerator``'s answers and current device (but ``torch.tensor(..., device="simgpu")`` takes ``simgpu:0``),
-the CUDA-only kernels ``nn.LSTM`` and ``nn.GRU`` call; time, on a modeled GPU's clock (:mod:`.clock`: its work is
-the CPU's, so a stopwatch would time the CPU). What it does not: memory (its questions raise a ``RuntimeError`` that
-says so), asynchronous execution, pinned memory, and CUDA's own API (``.cuda()``, ``torch.cuda.*``,
-``CUDA_VISIBLE_DEVICES``). Autograd runs on ``simgpu:0`` only: PyTorch's engine keeps one queue for a Python backend.
-Random generators of its own (``torch.Generator(device="simgpu")``) do not exist: it draws with the CPU's generator,
-and takes a CPU generator where a GPU would refuse one. ``torch.autocast`` casts what CUDA's autocast casts among the
-operations a course model uses (matrix products, convolutions, recurrent cells, attention to the lower precision;
-softmax, losses, norms and reductions to float32), and refuses what it refuses, not its whole list.
+``torch.accelerator``'s answers and current device, random generators (:mod:`.generator`: a CPU generator is
+refused as a GPU refuses one), the CUDA-only kernels ``nn.LSTM`` and ``nn.GRU`` call; time, on a modeled GPU's clock
+(:mod:`.clock`: its work is the CPU's, so a stopwatch would time the CPU). What it does not: memory (its questions
+raise a ``RuntimeError`` that says so), asynchronous execution, pinned memory, and CUDA's own API (``.cuda()``,
+``torch.cuda.*``, ``CUDA_VISIBLE_DEVICES``). ``torch.autocast`` casts what CUDA's autocast casts among the operations a course model uses
+(matrix products, convolutions, recurrent cells, attention to the lower precision; softmax, losses, norms and
+reductions to float32), and refuses what it refuses, not its whole list.
 
 What PyTorch cannot do for a Python backend, :func:`enable` supplies by wrapping functions: ``torch.load`` (a
-``map_location`` that names it: a string, a dict, a function), ``Tensor.to`` (``"simgpu"`` is the current device),
-``Tensor.pin_memory`` (an ordinary copy: no pinned memory), ``torch.accelerator``'s ``synchronize``, device switches
-and memory questions. ``Module.to`` keeps each parameter's identity on the way to the simulated GPU, as on a GPU; on
-the way back to the CPU PyTorch gives the module new parameters (a GPU would keep them).
+``map_location`` that names it: a string, a dict, a function), ``Tensor.to``, ``torch.tensor`` and
+``torch.as_tensor`` (``"simgpu"`` is the current device), ``torch.Generator``, ``Tensor.pin_memory`` (an ordinary
+copy: no pinned memory), ``torch.accelerator``'s ``synchronize``, device switches and memory questions.
+``Module.to`` keeps each parameter's identity on the way to the simulated GPU, as on a GPU; on the way back to the
+CPU PyTorch gives the module new parameters (a GPU would keep them).
 
 Registration is once per process and cannot be undone: with it, ``torch.accelerator.is_available()`` is True and
 ``current_accelerator()`` is ``simgpu``, so device-agnostic code picks it, as it would pick a GPU.
@@ -30,6 +29,7 @@ Registration is once per process and cannot be undone: with it, ``torch.accelera
 from __future__ import annotations
 
 import contextlib
+import importlib
 from typing import Any, Iterator
 
 import torch
@@ -37,6 +37,7 @@ from torch.utils._pytree import tree_map
 
 from ..device import SIMULATED
 from . import clock
+from . import generator
 from .kernels import KERNELS
 from .rules import AUTOCAST, AUTOCAST_REFUSED, Refusal, elementwise_message, judge, op_key, scalar_type
 
@@ -125,20 +126,9 @@ class SimTensor(torch.Tensor):
         made.elem = elem
         return made
 
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad):
-            try:
-                return torch._C._disabled_torch_function_impl(func, types, args, kwargs)
-            except RuntimeError as error:
-                if "device_ready_queues_" not in str(error):
-                    raise
-                raise RuntimeError(f"The course's simulated GPU computes gradients on {NAME}:0 only (PyTorch keeps "
-                                   f"one autograd queue for a Python backend). Move the model and its data to "
-                                   f"{NAME}:0 to train it; on a machine with two GPUs this would run.") from None
-        # Results keep their own class (a CPU tensor from .cpu() stays a plain tensor), as for any wrapper tensor.
-        return torch._C._disabled_torch_function_impl(func, types, args, kwargs)
+    # Results keep their own class (a CPU tensor from .cpu() stays a plain tensor), as for any wrapper tensor; and
+    # no Python step before the dispatch, whose cost every operation pays.
+    __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -186,22 +176,30 @@ class SimTensor(torch.Tensor):
                                                  self.requires_grad, {})
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def _leaves(value: Any, out: list) -> list:
     """The leaves of the lists, tuples and dicts an ATen operation takes and gives (PyTorch's pytree, slower)."""
-    if type(value) in (list, tuple) or type(value) is dict:
-        for item in value.values() if type(value) is dict else value:
-            _leaves(item, out)
-    else:
+    if type(value) not in _CONTAINERS:
         out.append(value)
+        return out
+    for item in value.values() if type(value) is dict else value:
+        if type(item) in _CONTAINERS:
+            _leaves(item, out)
+        else:
+            out.append(item)
     return out
 
 
 def _mapped(fn: Any, value: Any) -> Any:
     """``value`` with ``fn`` applied to each leaf (:func:`_leaves`)."""
     kind = type(value)
+    if kind is dict:
+        return {key: _mapped(fn, item) if type(item) in _CONTAINERS else fn(item) for key, item in value.items()}
     if kind in (list, tuple):
-        return kind(_mapped(fn, item) for item in value)
-    return {key: _mapped(fn, item) for key, item in value.items()} if kind is dict else fn(value)
+        return kind([_mapped(fn, item) if type(item) in _CONTAINERS else fn(item) for item in value])
+    return fn(value)
 
 
 def _on_device(t: torch.Tensor) -> bool:
@@ -211,21 +209,28 @@ def _on_device(t: torch.Tensor) -> bool:
 def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     """Run one ATen operation that has a simulated tensor among its arguments: check the devices as CUDA does,
     run it on the CPU tensors behind them, and put the results on the device the GPU would."""
-    flat = _leaves((args, kwargs), [])
-    if op_key(func) == "_pack_padded_sequence":
+    flat, key = _leaves((args, kwargs), []), op_key(func)
+    if kwargs.get("generator") is not None and generator.foreign(kwargs, NAME):
+        _raise(Refusal(RuntimeError, generator.foreign(kwargs, NAME)))
+    if key == "_pack_padded_sequence":
         return _pack(func, args, kwargs)
-    found = {t.device for t in flat if isinstance(t, torch.Tensor)}
-    if len(found) > 1:
+    if len({t.device for t in flat if isinstance(t, torch.Tensor)}) > 1:
         _check(func, args, kwargs)
-    if op_key(func) == "_to_copy":
+    if key == "_to_copy":
         return _to_copy(args[0], **kwargs)
     sim = next(t.device for t in flat if isinstance(t, SimTensor))
+    if kwargs.get("generator") is None and generator.takes_generator(func):   # the device's own stream
+        kwargs = {**kwargs, "generator": generator.default(sim.index)}
     originals: dict[int, SimTensor] = {}
+    tensors: list[torch.Tensor] = []   # the CPU tensors the operation runs on
+    given = {id(x) for x in flat}
 
     def unwrap(x: Any) -> Any:
-        if isinstance(x, SimTensor):
-            originals[id(x.elem)] = x
-            return x.elem
+        if isinstance(x, torch.Tensor):
+            if isinstance(x, SimTensor):
+                originals[id(x.elem)] = x
+                x = x.elem
+            tensors.append(x)
         return x
 
     cpu_args, cpu_kwargs = _mapped(unwrap, args), _mapped(unwrap, kwargs)
@@ -236,12 +241,11 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     elif "device" in cpu_kwargs and cpu_kwargs["device"] is not None:
         target = None   # made on the device it names (the CPU, meta)
     cpu_kwargs.pop("pin_memory", None)
-    out = KERNELS.get(op_key(func), func)(*cpu_args, **cpu_kwargs)
-    tensors = [x for x in _leaves((cpu_args, cpu_kwargs), []) if isinstance(x, torch.Tensor)]
-    _timed(func, args, kwargs, tensors, out)
+    out = KERNELS.get(key, func)(*cpu_args, **cpu_kwargs)
+    _timed(func, key, args, kwargs, tensors, out)
 
     def wrap(x: Any) -> Any:   # a CPU tensor given stays one (in place on the CPU: fill_ with a 0-dim value)
-        if not isinstance(x, torch.Tensor) or target is None or x.device.type != "cpu" or any(x is t for t in flat):
+        if not isinstance(x, torch.Tensor) or target is None or x.device.type != "cpu" or id(x) in given:
             return x
         original = originals.get(id(x))
         if original is None:
@@ -281,10 +285,10 @@ def _to_copy(source: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     return SimTensor(out if out is not elem else out.clone(), index)
 
 
-def _timed(func: Any, args: tuple, kwargs: dict, tensors: list[torch.Tensor], out: Any) -> None:
+def _timed(func: Any, key: str, args: tuple, kwargs: dict, tensors: list[torch.Tensor], out: Any) -> None:
     """An operation's time on the modeled clock: a value read waits for the device, a copy between the host and
     the device crosses the link, anything else is a kernel (:meth:`.clock.Clock.operation`)."""
-    key, timer = op_key(func), clock.clock()
+    timer = clock.clock()
     if key == "_local_scalar_dense":
         timer.to_host(tensors[0].element_size())
     elif key == "copy_" and _on_device(args[0]) != _on_device(args[1]):
@@ -353,17 +357,18 @@ class _Module:
 
     @staticmethod
     def manual_seed(seed: int) -> None:
-        """Its random numbers come from the CPU's generator, which ``torch.manual_seed`` already seeds."""
+        """Seed the current simulated device's own generator (:mod:`.generator`)."""
+        generator.seed(seed, _current)
 
-    manual_seed_all = manual_seed
+    manual_seed_all = staticmethod(generator.seed)
 
     @staticmethod
     def get_rng_state(device: Any = None) -> torch.Tensor:
-        return torch.get_rng_state()
+        return generator.default(_index(device)).get_state()
 
     @staticmethod
     def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
-        torch.set_rng_state(state)
+        generator.default(_index(device)).set_state(state)
 
     get_amp_supported_dtype = staticmethod(lambda: [torch.float16, torch.bfloat16])
     is_bf16_supported = staticmethod(lambda including_emulation=True: True)
@@ -454,7 +459,8 @@ def _pin_memory(pin: Any) -> Any:
 
 
 def _to(to: Any) -> Any:
-    """``Tensor.to``: ``"simgpu"`` is the current device, as ``"cuda"`` is (PyTorch's guard for it always says 0)."""
+    """``Tensor.to``, ``torch.tensor``, ``torch.as_tensor``: ``"simgpu"`` is the current device, as ``"cuda"`` is
+    (PyTorch's guard for it always says 0)."""
     def to_current(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         if _current:   # another device was made current: "simgpu" goes there, not to simgpu:0
             args, kwargs = tree_map(lambda d: torch.device(NAME, _current) if isinstance(d, (str, torch.device))
@@ -534,7 +540,10 @@ def enable() -> torch.device:
     torch.serialization.register_package(1, lambda storage: getattr(storage, "simgpu_location", None), _restore)
     torch.Tensor.pin_memory = _pin_memory(torch.Tensor.pin_memory)
     torch.load = _load(torch.load)
-    torch.Tensor.to = _to(torch.Tensor.to)
+    importlib.import_module("torch.utils._device")._device_constructors()   # cached: PyTorch's own factories
+    torch.Tensor.to, torch.tensor, torch.as_tensor = (_to(f) for f in (torch.Tensor.to, torch.tensor, torch.as_tensor))
+    torch.Generator = generator.generator_class(NAME, _index)
+    generator.make_defaults(NAME, COUNT)
     torch.accelerator.synchronize = _synchronize(torch.accelerator.synchronize)
     for name in ("_accelerator_setDeviceIndex", "_accelerator_exchangeDevice", "_accelerator_maybeExchangeDevice"):
         setattr(torch._C, name, _exchange)
@@ -543,6 +552,11 @@ def enable() -> torch.device:
         for module in (torch.accelerator, _Module):
             setattr(module, name, lambda *args, _name=name, **kwargs: _no_memory(_name))
     torch.accelerator.empty_cache = torch.accelerator.empty_host_cache = _Module.empty_cache = lambda *args: None
+    for module in ("torch.optim.optimizer", "torch.utils._foreach_utils"):   # multi-tensor steps, CUDA's default
+        importlib.import_module(module)._foreach_supported_types.append(SimTensor)
+    # gradients on this thread, as for CPU tensors: no hand-off to a device thread (PyTorch gives a Python backend one
+    # queue, simgpu:0's), so every simulated device has gradients, at less cost
+    torch.autograd.set_multithreading_enabled(False)
     _STATE["enabled"] = True
     _keep_freed_buffers()
     return torch.device(NAME, 0)

@@ -144,6 +144,7 @@ def _tables(version: tuple[int, int]) -> tuple[dict[str, tuple[str, tuple[str, .
     return checked, iterator
 
 
+@functools.lru_cache(maxsize=None)
 def op_key(func: Any) -> str:
     """An ATen overload as ``native_functions.yaml`` names it: ``addmm``, ``addmm.out``, ``scatter_.src``."""
     name = func._schema.name.partition("::")[2]
