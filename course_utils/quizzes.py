@@ -20,16 +20,13 @@ from .text import card, code_html
 
 @dataclass(frozen=True)
 class Quiz:
-    """A prediction question: the learner commits to an option before the answer is revealed. Its ``id``
-    (``"<lesson>.<name>"``, e.g. ``"01.default_device"``), the ``question`` in Markdown-free plain text (``code`` in
-    backticks is fine), the ``options``, the index of the right one (``answer``), and the ``explanation``, shown only
-    after the learner commits."""
+    """A prediction question: the learner commits to an option before the answer is revealed."""
 
-    id: str
-    question: str
+    id: str                   # "<lesson>.<name>", e.g. "01.default_device"
+    question: str             # plain text (`code` in backticks is fine)
     options: tuple[str, ...]
-    answer: int
-    explanation: str
+    answer: int               # the index of the right option
+    explanation: str          # shown only after the learner commits
 
     @property
     def lesson(self) -> str:
@@ -41,6 +38,13 @@ class Quiz:
         lines += [f"  {letter}) {option}" for letter, option in zip(string.ascii_lowercase, self.options)]
         lines.append(f"No widgets here? Answer with course_utils.answer({self.id!r}, 'a').")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The question as HTML (inline code and emphasis rendered), for pages without widgets (the website)."""
+        options = "".join(f"<li>{rich_html(option)}</li>" for option in self.options)
+        return (f"<div class='course-quiz'><p><b>Predict ({self.id}):</b> {rich_html(self.question)}</p>"
+                f"<ol type='a'>{options}</ol><p><small>No widgets here? Answer with "
+                f"<code>course_utils.answer({html.escape(repr(self.id))}, 'a')</code>.</small></p></div>")
 
 
 @dataclass(frozen=True)

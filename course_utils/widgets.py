@@ -2,8 +2,7 @@
 
 The buttons call the plain learner API (:mod:`course_utils.learner`). Each displayed object carries a
 text and HTML fallback, so a frontend without widgets (GitHub, nbviewer, a terminal) still shows the
-question or the result and says what to do.
-"""
+question or the result and says what to do."""
 from __future__ import annotations
 
 import html
@@ -35,8 +34,7 @@ class _Display:
 def quiz(quiz_id: str) -> _Display:
     """Show a predict-then-reveal quiz: pick an option, commit, then see the explanation."""
     q = get_quiz(quiz_id)
-    text = q.text()
-    fallback = f"<pre>{html.escape(text)}</pre>"
+    text, fallback = q.text(), q._repr_html_()
     w = _widgets()
     if w is None:
         return _Display(None, text, fallback)
@@ -65,11 +63,8 @@ def quiz(quiz_id: str) -> _Display:
 
 
 def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
-    """Check an exercise now and show the result with Check, Hint and Solution buttons.
-
-    The Check button re-reads the learner's current definition, so fixing the answer cell,
-    re-running it and pressing Check checks the new code.
-    """
+    """Check an exercise now and show the result with Check, Hint and Solution buttons (Check re-reads the learner's
+    current definition: fixing the answer cell, re-running it and pressing Check checks the new code)."""
     ex = get_exercise(exercise_id)
     namespace = learner.user_namespace()
     result = learner.run_check(exercise_id, answer, namespace)
@@ -127,13 +122,9 @@ def exercise(exercise_id: str, answer: Any = learner.MISSING) -> _Display:
 # --- helpers ---------------------------------------------------------------------------------
 
 def _announced(html_text: str) -> str:
-    """``html_text`` in an ARIA alert, so that a screen reader reads it out when a button puts it on the page.
-
-    ipywidgets' HTML view replaces its whole content on each change and takes no ARIA attributes
-    (jupyter-widgets/ipywidgets#2650), so a polite live region would be new each time, and a new polite
-    region is not announced; an element with the alert role is announced when it is inserted. Only what a
-    button press shows is wrapped: running a cell (or Run All) announces nothing.
-    """
+    """``html_text`` in an ARIA alert, so that a screen reader reads it out when a button puts it on the page (an
+    ipywidgets HTML view is replaced whole on each change, jupyter-widgets/ipywidgets#2650, and a new polite live
+    region is not announced; an inserted alert is). Only what a button press shows is wrapped."""
     return f"<div role='alert' class='course-announce'>{html_text}</div>"
 
 

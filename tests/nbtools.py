@@ -83,6 +83,7 @@ RAISE_WHEN = {
     "accelerator": "_device.accelerator() is not None",
     "real gpu": "getattr(_device.accelerator(), 'type', 'simgpu') != 'simgpu'",   # not the simulated GPU
     "cpu build": "not _torch.backends.cuda.is_built()",
+    "no mps": "not _torch.backends.mps.is_available()",
 }
 
 

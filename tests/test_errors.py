@@ -719,6 +719,68 @@ def test_registered_layers_also_kept_in_a_list_are_not_blamed():
     assert told.known and "plain Python list" not in told.cause
 
 
+def _told(model_class, x):
+    """What the explainer says of the error ``model_class()`` on meta raises for input ``x``."""
+    try:
+        model_class().to("meta")(x)
+    except Exception as error:
+        return explain_error(error)
+    raise AssertionError("no error")
+
+
+def test_a_tensor_made_in_forward_is_named_with_its_fix():
+    from torch import nn
+
+    class Noisy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, batch):
+            scale = torch.tensor(2.0)             # 0-dim on the CPU: mixes like a number, never the culprit
+            noise = torch.randn(batch.shape[0], 2)
+            return self.lin(batch) * scale + noise
+
+    told = _told(Noisy, torch.randn(3, 4, device="meta"))
+    assert told.known and "`noise` is made inside `Noisy.forward` and is on cpu" in told.cause
+    assert "`batch` are on meta" in told.cause and "scale" not in told.cause
+    assert "pass `device=batch.device`" in told.fix and "model.to" not in told.fix
+
+
+def test_a_plain_tensor_attribute_is_named_with_its_fix():
+    from torch import nn
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+            self.scale = torch.ones(2)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    told = _told(Scaled, torch.randn(3, 4, device="meta"))
+    assert told.known and "`Scaled.scale` is a plain tensor attribute" in told.cause and "on cpu" in told.cause
+    assert 'self.register_buffer("scale", ...)' in told.fix
+
+
+def test_an_input_not_moved_keeps_the_general_fix():
+    from torch import nn
+
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x):
+            mask = x > 0                             # made from the CPU input: not the culprit
+            return self.lin(x * mask)
+
+    told = _told(Plain, torch.randn(3, 4))
+    assert told.known and "is made inside" not in told.cause and "plain tensor attribute" not in told.cause
+    assert "x = x.to(device)" in told.fix
+
+
 def test_the_driver_too_old_message_is_in_the_catalogue():
     told = explain_error("RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
                          "update your GPU driver")
@@ -997,3 +1059,30 @@ def test_new_wordings_are_in_the_installed_wheel():
         assert newer != older, (newer, older)
         if torch.__version__.startswith(("2.7.", "2.13.")):
             assert newer == torch.__version__.startswith("2.13."), "the catalogue's labels say so"
+
+
+# --- accuracy round 4, section 3: the problems a beginner meets that the doctor did not name ---------------------
+
+def test_out_of_memory_names_the_usual_reasons_and_a_load_onto_gpu_0():
+    told = explain_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total")
+    assert told.key == "cuda-oom" and told.cause.startswith("The GPU has no room for one more tensor.")
+    assert "without `torch.no_grad()`" in told.cause and "without `map_location`" in told.cause
+    assert "map_location=device" in told.fix and "`model.eval()` alone still records the graph" in told.fix
+    in_load = explain_error('  File "/env/lib/python3.11/site-packages/torch/serialization.py", line 1, in load\n'
+                            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    assert in_load.key == "cuda-oom" and in_load.cause.startswith("`torch.load` ran out of GPU memory")
+    assert 'map_location=\\"cpu\\"' not in in_load.fix and 'map_location="cpu"' in in_load.fix
+
+
+def test_mps_not_in_this_pytorch_or_not_usable_is_explained():
+    try:
+        torch.zeros(1).to("mps")
+    except Exception as error:      # a Linux or Windows build: no MPS in it
+        told = explain_error(error)
+    else:
+        pytest.skip("MPS is usable here")
+    assert told.known and told.key == "mps-unavailable" and "Going further (optional) › MPS built" in told.lesson
+    assert "torch.backends.mps.is_available()" in told.fix
+    mac = explain_error("RuntimeError: The MPS backend is supported on MacOS 12.3+.Current OS version can be "
+                        "queried using `sw_vers`")
+    assert mac.key == "mps-unavailable" and "is_built()" in mac.cause

@@ -972,3 +972,18 @@ def test_capstone_run_it_yourself_snippet_rebinds_no_name_a_later_cell_reads():
         read = {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         read -= {n.id for n in names if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         assert not read & bound, (read & bound, source(cell)[:200])
+
+
+def test_each_capstone_bug_is_said_in_its_own_words():
+    """The feedback after one bug shares no sentence with the feedback after another (none repeated after each)."""
+    import re
+
+    from course_utils.lessons.l07_capstone import _mix_feedback
+    cases = [("aten.addmm", {"inputs"}, False), ("aten.nll_loss", {"labels"}, False), ("aten.sub", {"attribute:mean"},
+             False), ("aten.add", {"forward"}, False), ("aten.nll_loss_forward", set(), False),
+             ("aten._foreach_add_", set(), True), ("aten.mul", set(), False)]
+    said = [_mix_feedback(op, labels, optimizer, torch.device("cuda", 0)) for op, labels, optimizer in cases]
+    assert len({code for _, code in said}) == 6   # inputs and labels share BATCH_NOT_MOVED
+    sentences = [set(re.split(r"(?<=[.)])\s+", text)) for text, _ in said]
+    shared = {s for i, a in enumerate(sentences) for b in sentences[i + 1:] for s in a & b}
+    assert shared == set(), shared

@@ -34,6 +34,9 @@ def test_lesson_02_says_what_the_run_measured():
     assert ref.crossover() == 256 and "at n = 256" in text and "reference.load()" in text
     # the largest product: tens of TFLOP/s on the GPU, about one on the host's CPU
     assert ref.gflops()[4096] > 20 * ref.gflops("cpu")[1024]
+    assert text.count("(float32, TF32 off") == 2   # the dtype beside the figure, as the run measured it
+    script = (reference._DATA.parents[2] / "scripts" / "gpu_reference.py").read_text(encoding="utf-8")
+    assert "float32" in script and not any(s in script for s in ("tf32", "float32_matmul_precision", "fp32_precision"))
 
 
 def test_lesson_07_says_what_the_run_measured():
@@ -41,7 +44,14 @@ def test_lesson_07_says_what_the_run_measured():
     pageable, pinned, _ = ref.fits()
     text = _text("07_transfer_cost")
     assert round(pinned.bandwidth_gbps) == 57 and round(pageable.bandwidth_gbps) == 11
-    assert "about 57 GB/s pinned and\n  11 GB/s pageable" in text and "reference.load()" in text
+    assert "the fitted lines give about\n  57 GB/s pinned and 11 GB/s pageable" in text and "reference.load()" in text
+    # what the largest copies measured, beside the fits: 256 MiB, and pageable's range from 1 MiB up
+    largest = {s.label.split(" (")[0]: s for s in ref.copies}
+    assert ref.copies[0].nbytes[-1] == 256 * 2**20 and "largest copies (256 MiB)" in text
+    assert round(largest["host → device, pinned"].gbps[-1], 1) == 55.2 and "55.2 GB/s pinned" in text
+    pageable_mib = [g for n, g in zip(ref.copies[0].nbytes, ref.copies[0].gbps) if n >= 2**20]
+    assert (round(min(pageable_mib), 1), round(max(pageable_mib), 1)) == (8.8, 12.9)
+    assert "8.8 GB/s\n  pageable (pageable copies ranged from 8.8 to 12.9 GB/s from 1 MiB up)" in text
 
 
 def test_the_data_file_is_what_the_script_writes():

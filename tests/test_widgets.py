@@ -60,7 +60,7 @@ def test_display_bundle_has_widget_and_fallbacks(with_widgets):
     bundle = shown._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == shown.widget.model_id
     assert "course_utils.answer('01.default_device'" in bundle["text/plain"]
-    assert "<pre>" in bundle["text/html"]
+    assert "<ol type='a'>" in bundle["text/html"]
 
 
 def test_check_button_rereads_the_learners_definition(with_widgets, progress_file):
@@ -179,3 +179,5 @@ def test_quiz_markdown_is_rendered_in_html_and_kept_readable_in_plain_text(with_
     feedback = [w for w in children(box) if isinstance(w, ipywidgets.HTML)][-1].value
     assert "<strong>and device</strong>" in feedback and "<code>*_like</code>" in feedback and "**" not in feedback
     assert "dtype **and device**" in grade_choice(quiz, quiz.answer).text()   # plain text: the marks, readable
+    page = widgets.quiz("06.to_no_assign")._repr_mimebundle_()["text/html"]   # where no widget shows (the website)
+    assert "`" not in page and "<code>batches</code>" in page and page.count("<li>") == 4

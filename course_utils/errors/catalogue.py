@@ -13,7 +13,7 @@ from .mixed_devices import MIXED_DEVICES
 from .schema import ALL_CHECKED, DEV, MAC_SOURCE, Family, Wording
 from .tailors import (GENERATOR_RULE, SEE_WHERE, not_none, tailor_generator, tailor_lengths, tailor_map_location,
                       tailor_meta_data, tailor_module_prefix, tailor_mps_op, tailor_no_cuda, tailor_no_device,
-                      tailor_no_to, tailor_numpy)
+                      tailor_no_to, tailor_numpy, tailor_oom)
 
 __all__ = ["FAMILIES", "family"]
 
@@ -43,14 +43,20 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
                  "the older CUDACachingAllocator.cpp wording, as most answers online quote it"),
          Wording("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
                  "the start of every CUDA out-of-memory message since 2.5", "torch.OutOfMemoryError")),
-        "The GPU has no room for a new tensor: the model, the activations kept for backward, the optimizer "
-        "state and whatever you still hold a reference to (an old model, a loss with its graph) fill its memory.",
-        "Make the batch smaller; run evaluation under `torch.no_grad()`; accumulate `loss.item()` or "
-        "`loss.detach()`, not `loss`; `del` what you no longer need; consider `torch.autocast`. To retry with "
+        "The GPU has no room for one more tensor. The usual reasons: a batch too large for the model; evaluation "
+        "or inference without `torch.no_grad()`, which keeps every layer's activations for a backward that never "
+        "comes; a running total of `loss` that keeps each step's graph; a checkpoint loaded without "
+        "`map_location`, which puts tensors saved from GPU 0 back on GPU 0 (on a machine with several GPUs, in "
+        "every process); another process on the same GPU (`nvidia-smi` lists them).",
+        "Make the batch smaller; run evaluation under `torch.no_grad()` (`model.eval()` alone still records the "
+        "graph); accumulate `loss.item()` or `loss.detach()`, not `loss`; load checkpoints with "
+        "`torch.load(path, map_location=device)` (or `\"cpu\"`); `del` what you no longer need; consider "
+        "`torch.autocast`. To retry with "
         "a smaller batch, catch the error and recover after the `except` block, not inside it: the exception "
         "keeps the failed step's tensors alive until the block ends (PyTorch FAQ). `torch.cuda.empty_cache()` "
         "does not help: the caching allocator already frees its cached blocks and retries before it raises. "
-        "`torch.cuda.memory_summary()` shows what is using the memory."),
+        "`torch.cuda.memory_summary()` shows what is using the memory.",
+        tailor=tailor_oom),
     Family(
         "mps-oom", "MPS out of memory",
         (r"MPS backend out of memory",),
@@ -354,6 +360,25 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         "the accelerator PyTorch was built for (`cuda` on a CUDA build without a GPU), and the calls on the current "
         "device raise without one. For a GPU, install a PyTorch build for it (Colab: Runtime -> Change runtime type)."),
     Family(
+        "mps-unavailable", "MPS built but not available, or not in this PyTorch",
+        (r"The MPS backend is supported on MacOS [\d.]+\+", r"PyTorch is not linked with support for mps devices"),
+        (Wording("The MPS backend is supported on MacOS 14.0+. Current OS version can be queried using `sw_vers`",
+                 MAC_SOURCE + "; the macOS version named is the oldest the release supports (12.3+, then 13.0+, "
+                 "then 14.0+ in the copies read), and it is said whatever the reason MPS cannot be used",
+                 "MPS_ERROR_RUNTIME_TOO_LOW, aten/src/ATen/mps/EmptyTensor.cpp"),
+         Wording("The MPS backend is supported on MacOS 13.0+.Current OS version can be queried using `sw_vers`",
+                 MAC_SOURCE + "; earlier releases (which ones: not checked), their two parts joined without a "
+                 "space (12.3+ in the oldest copies read)", "MPS_ERROR_RUNTIME_TOO_LOW, EmptyTensor.cpp, older"),
+         Wording("PyTorch is not linked with support for mps devices",
+                 "builds for Linux and Windows (no MPS): `.to(\"mps\")`; 2.10 and 2.13 checked",
+                 "c10/core/impl/DeviceGuardImplInterface.h: in libc10.so 2.10, 2.13; real run (2.13 CPU build)")),
+        "`mps` is Apple's GPU. This PyTorch has no MPS (a build for Linux or Windows), or it has MPS "
+        "(`torch.backends.mps.is_built()` is True) but this Mac cannot use it (`is_available()` is False): a "
+        "macOS older than the release needs, or a virtual machine or container that does not pass the GPU through.",
+        "Ask before you use it: `torch.backends.mps.is_available()` (or `torch.accelerator.is_available()`, or "
+        "`cu.best_device()`), and fall back to the CPU. On a Mac, `sw_vers` shows the macOS version and "
+        "`python -c \"import platform; print(platform.machine())\"` should print `arm64` on Apple silicon."),
+    Family(
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),
         (Wording("CUDA error: invalid device ordinal", "CUDA; every version", "CUDA runtime (libcudart.so.12)"),
@@ -446,7 +471,7 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         "`torch.cuda.set_sync_debug_mode(0)`."),
     Family(
         "generator", "Generator on the wrong device (often a default device and a DataLoader)",
-        (r"Expected a '(?P<b>\w+)' device type for generator but found '(?P<a>\w+)'",
+        (r"(?:Expected a '(?P<b>\w+)' )?device type for generator but found '(?P<a>\w+)'",
          r"(?P<meta>META) device type not an accelerator"),
         (Wording("Expected a 'cuda' device type for generator but found 'cpu'", "CUDA; " + ALL_CHECKED,
                  "check_generator: format in libtorch_cpu.so and libtorch_cuda.so 2.7, 2.8, 2.14"),

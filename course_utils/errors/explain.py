@@ -170,8 +170,8 @@ def explain_error(error: Any = _LAST) -> Explanation:
     try:
         text = _text_of(error)[-_MAX_CHARS:]
         found = _explain(_ANSI.sub("", text) if "\x1b" in text else text)
-        if found.key in ("devices", "no-kernel") and isinstance(error, BaseException):
-            found = _tailor_plain_list(found, error)
+        if found.key in ("devices", "no-kernel", "op-devices") and isinstance(error, BaseException):
+            found = _tailor_culprit(found, error)
         return found
     except Exception:  # the explainer must never be the thing that fails
         return Explanation(known=False)
@@ -182,42 +182,86 @@ def _is_module(value: Any) -> bool:
     return any(c.__name__ == "Module" and c.__module__ == "torch.nn.modules.module" for c in type(value).__mro__)
 
 
-def _plain_layers(error: BaseException) -> list[tuple[str, str, str]]:
-    """(owner class, attribute, container type) of each plain list/tuple/dict of layers held by a module whose
-    ``forward`` (or a method) is in the traceback, when those layers are not registered in that module."""
-    out: list[tuple[str, str, str]] = []
-    seen: set[int] = set()
+def _device_of(value: Any) -> str:
+    """A tensor's device as text (``"cpu"``, ``"cuda:0"``), or "" for anything else and for a 0-dim CPU tensor, which
+    mixes with any device like a number (read without torch)."""
+    if any(c.__name__ == "Tensor" and c.__module__ == "torch" for c in type(value).__mro__):
+        return "" if value.ndim == 0 and value.device.type == "cpu" else str(value.device)
+    return ""
+
+
+def _culprit(owner: Any, frame: Any) -> Optional[tuple[str, str, str]]:
+    """(kind, name, extra) of what puts a tensor on another device than ``owner``'s parameters, seen from one of its
+    methods in the traceback: a plain list/tuple/dict of layers (extra: the container), a plain tensor attribute
+    (extra: its device and the parameters') or a tensor made in the method while its tensor arguments are on the
+    parameters' device (extra: its device, the parameters' and the first such argument)."""
+    home = next((str(p.device) for p in owner.parameters()), "")
+    registered = {id(m) for m in owner.modules()}
+    for attr, value in vars(owner).items():
+        items = list(value.values()) if isinstance(value, dict) else value
+        if isinstance(value, (list, tuple, dict)) and any(_is_module(v) and id(v) not in registered for v in items):
+            return "layers", attr, type(value).__name__
+        if home and _device_of(value) not in ("", home):
+            return "attribute", attr, f"{_device_of(value)} {home}"
+    code = frame.f_code
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    args = [name for name in params if _device_of(frame.f_locals.get(name))]
+    if home and args and all(_device_of(frame.f_locals[name]) == home for name in args):
+        for name, value in frame.f_locals.items():
+            if name not in params and _device_of(value) not in ("", home):
+                return "made", name, f"{_device_of(value)} {home} {args[0]}"
+    return None
+
+
+def _culprits(error: BaseException) -> list[tuple[str, str, str, str]]:
+    """(owner class, method, kind, name, extra) of each module whose method is in the traceback and holds a culprit
+    (see :func:`_culprit`), outermost first."""
+    out, seen = [], set()
     for frame, _ in traceback.walk_tb(error.__traceback__):
-        owner = frame.f_locals.get("self")
-        if owner is None or id(owner) in seen or not _is_module(owner):
+        code = frame.f_code   # a method's first argument is its module, whatever its name
+        owner = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+        if owner is None or (id(owner), code) in seen or not _is_module(owner):
             continue
-        seen.add(id(owner))
+        seen.add((id(owner), code))
         try:
-            registered = {id(m) for m in owner.modules()}
-            for attr, value in vars(owner).items():
-                items = list(value.values()) if isinstance(value, dict) else value
-                if isinstance(value, (list, tuple, dict)) and any(
-                        _is_module(v) and id(v) not in registered for v in items):
-                    out.append((type(owner).__name__, attr, type(value).__name__))
+            found = _culprit(owner, frame)
         except Exception:
             continue
+        if found and found[:2] not in [c[2:4] for c in out]:
+            out.append((type(owner).__name__, code.co_name) + found)
     return out
 
 
-def _tailor_plain_list(found: Explanation, error: BaseException) -> Explanation:
-    """A mismatch raised in a model that keeps layers in a plain list: the culprit, and the fix, are those layers."""
-    layers = _plain_layers(error)
-    if not layers:
+def _tailor_culprit(found: Explanation, error: BaseException) -> Explanation:
+    """A mismatch whose culprit the traceback shows (a plain list of layers, a plain tensor attribute, a tensor
+    made in ``forward``): the cause and the fix name it instead of the general rule."""
+    culprits = _culprits(error)
+    if not culprits:
         return found
-    owner, attr, kind = layers[0]
-    wrapper = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
-    cause = (f"`{owner}.{attr}` is a plain Python {kind} of layers. `Module.to` moves only registered parameters, "
-             f"buffers and submodules and does not look inside a {kind}, so `model.to(device)` left those layers "
-             "where they were made (the CPU) while the rest moved, and `model.parameters()` misses them too. In "
-             "`forward` their weights meet tensors on the other device.")
-    fix = (f"Register them: in `__init__`, `self.{attr} = {wrapper}(...)` around the same layers, then "
-           "`model.to(device)` again, and create the optimizer after that (it never saw these parameters). "
-           "`cu.explain_devices(model, {\"x\": x})` lists each layer in a plain container.")
+    owner, method, kind, name, extra = culprits[-1]   # the innermost: nearest the line that raised
+    if kind == "layers":
+        wrapper = "nn.ModuleDict" if extra == "dict" else "nn.ModuleList"
+        cause = (f"`{owner}.{name}` is a plain Python {extra} of layers. `Module.to` moves only registered "
+                 f"parameters, buffers and submodules and does not look inside a {extra}, so `model.to(device)` "
+                 "left those layers where they were made (the CPU) while the rest moved, and `model.parameters()` "
+                 "misses them too. In `forward` their weights meet tensors on the other device.")
+        fix = (f"Register them: in `__init__`, `self.{name} = {wrapper}(...)` around the same layers, then "
+               "`model.to(device)` again, and create the optimizer after that (it never saw these parameters). "
+               "`cu.explain_devices(model, {\"x\": x})` lists each layer in a plain container.")
+    elif kind == "attribute":
+        device, home = extra.split()
+        cause = (f"`{owner}.{name}` is a plain tensor attribute (`self.{name} = ...`): it is on {device}, the "
+                 f"parameters on {home}. `model.to(device)` moves parameters, buffers and submodules, not plain "
+                 "attributes, so it stayed where it was made while the parameters moved.")
+        fix = (f"Register it as a buffer in `__init__`: `self.register_buffer(\"{name}\", ...)` with the same "
+               "tensor, then `model.to(device)` again. A buffer moves with the model and is saved in `state_dict()`.")
+    else:
+        device, home, arg = extra.split()
+        cause = (f"`{name}` is made inside `{owner}.{method}` and is on {device}, while the parameters and `{arg}` "
+                 f"are on {home}. A factory call (`torch.zeros`, `torch.randn`, `torch.arange`, "
+                 "`torch.tensor`...) makes its tensor on the default device, the CPU, whatever device the input is on.")
+        fix = (f"Make `{name}` where the input is: pass `device={arg}.device` to the call that makes it (or build it "
+               f"once in `__init__` as a buffer).")
     return replace(found, cause=cause, fix=fix)
 
 

@@ -58,6 +58,7 @@ LESSONS: dict[str, tuple[str, str]] = {
     "no-cuda": _taught("04", "1. `.cuda()`: a shortcut that only knows CUDA"),
     "ordinal": _taught("04", "Going further (optional) › `CUDA_VISIBLE_DEVICES`: GPUs renumbered"),
     "map-location": _taught("08", "Loading a GPU checkpoint without a GPU"),
+    "mps-unavailable": _taught("08", "Going further (optional) › MPS built but not available"),
     "weights-only": _CHECKPOINTS,
     "pin": _taught("07", "4. Pinned memory and `non_blocking`"),
     "no-accelerator": _taught("07", "4. Pinned memory and `non_blocking`"),

@@ -14,7 +14,7 @@ from .schema import Reading
 __all__ = ["SAME_DEVICE_RULE", "GENERATOR_RULE", "SEE_WHERE", "data_parallel_fix", "devices_differ", "not_none",
            "tailor_devices", "tailor_op_devices", "tailor_data_parallel", "tailor_numpy", "tailor_no_to",
            "tailor_no_device", "tailor_no_cuda", "tailor_lengths", "tailor_map_location", "tailor_mps_op",
-           "tailor_module_prefix", "tailor_generator", "tailor_meta_data"]
+           "tailor_module_prefix", "tailor_generator", "tailor_meta_data", "tailor_oom"]
 
 
 def _type_device(text: str) -> str:
@@ -179,6 +179,16 @@ def tailor_map_location(r: Reading) -> Reading:
         r, cause="`torch.save` records each tensor's device, and `torch.load` puts tensors back there. This "
                  "checkpoint was saved on a GPU index this machine does not have.",
         fix="Say where the tensors should go: `torch.load(path, map_location=\"cuda:0\")` (or `map_location=device`).")
+
+
+def tailor_oom(r: Reading) -> Reading:
+    """Out of memory inside ``torch.load`` (its frames in the traceback): the checkpoint goes back where it was saved."""
+    return r if "serialization.py" not in r.text else replace(
+        r, cause="`torch.load` ran out of GPU memory: without `map_location` it puts each tensor back on the device "
+                 "it was saved from, GPU 0 for most checkpoints, whatever device this process uses and however full "
+                 "that GPU is (on a machine with several GPUs, every process loads onto GPU 0).",
+        fix="Load to the CPU or to this process's own device: `torch.load(path, map_location=\"cpu\")` (or "
+            "`map_location=device`), then `model.load_state_dict(state)`.")
 
 
 def tailor_mps_op(r: Reading) -> Reading:

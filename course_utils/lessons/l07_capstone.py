@@ -188,45 +188,43 @@ def _plain_attributes(model: nn.Module) -> dict[int, str]:
 def _mix_feedback(op: str, labels: set[str], in_optimizer: bool, device: torch.device) -> tuple[str, str]:
     """What the first operation that mixed the CPU with ``device`` says, and the code of the bug it names."""
     on = f"on `{device}`"
-    gpu = (" On a GPU that line raises \"Expected all tensors to be on the same device\" (or \"... but got mat1 "
-           "is on cpu\"); `cu.explain_error()` after it explains the message.")
     attributes = sorted(label.split(":", 1)[1] for label in labels if label.startswith("attribute:"))
     if in_optimizer:
         return (f"Bug: the optimizer's state. `optimizer.step()` mixed CPU tensors with your parameters {on} "
                 f"(in `{op}`): the state loaded from the checkpoint (Adam's running averages) stayed on the CPU, "
                 "because it was loaded while the parameters were still there. Move the model first, then build "
                 "the optimizer and load its state: `optimizer.load_state_dict` puts each state tensor where its "
-                "parameter is at that moment." + gpu + " `cu.show_devices(self, optimizer)` shows where each "
+                "parameter is at that moment. `cu.show_devices(self, optimizer)` shows where each "
                 "state tensor lives.", OPTIMIZER_BEFORE_MOVE)
     if "inputs" in labels:
         return (f"Bug: an input never moved. Your model's weights are {on}, but each batch's `inputs` are still "
-                f"on the CPU when they reach them (`{op}` got both)." + gpu + " Move each batch inside the loop: "
+                f"on the CPU when they reach them (`{op}` got both). Move each batch inside the loop: "
                 "`inputs = inputs.to(device)`, and the labels with it. (`cu.explain_devices(self, inputs)` lists "
                 "where every weight and input lives.)", BATCH_NOT_MOVED)
     if "labels" in labels:
         return (f"Bug: the labels never moved. The model's output is {on}, but each batch's `labels` are still "
-                f"on the CPU when the loss compares them (`{op}` got both)." + gpu + " Move them with the "
+                f"on the CPU when the loss compares them (`{op}` got both). Move them with the "
                 "inputs: `labels = labels.to(device)`.", BATCH_NOT_MOVED)
     if attributes:
         name = attributes[0]
         return (f"Bug: a plain tensor attribute. `self.{name}` is a tensor stored with `self.{name} = ...`: "
                 "`self.to(device)` moves parameters and buffers, not plain attributes, so it stayed on the CPU "
-                f"and met tensors {on} in `forward` (in `{op}`)." + gpu + " Register it as a buffer in "
+                f"and met tensors {on} in `forward` (in `{op}`). Register it as a buffer in "
                 f"`__init__`: `self.register_buffer(\"{name}\", torch.zeros(features))`. A buffer also goes into "
                 f"`state_dict()`, so the checkpoint's `{name}` loads into it. (`cu.explain_devices(self)` lists "
                 "plain attributes apart from buffers.)", PLAIN_ATTRIBUTE)
     if "forward" in labels:
         return (f"Bug: a tensor made in `forward` without a device. A factory call such as `torch.linspace(...)`, "
                 "`torch.ones(...)` or `torch.arange(...)` makes its tensor on the CPU (the default device), "
-                f"whatever device the input is on, and `{op}` then mixed it with tensors {on}." + gpu + " Make it "
+                f"whatever device the input is on, and `{op}` then mixed it with tensors {on}. Make it "
                 "where the input is: pass `device=x.device`.", MADE_IN_FORWARD)
     if "loss" in op:
         return (f"Bug: the loss weight. The class weights you give the loss (`weight=...`) are on the CPU: "
-                f"`torch.tensor([...])` makes them there, and `{op}` mixed them with the model's output {on}."
-                + gpu + " Make them on the device once, before the loop: `torch.tensor([...], device=device)`.",
+                f"`torch.tensor([...])` makes them there, and `{op}` mixed them with the model's output {on}. "
+                "Make them on the device once, before the loop: `torch.tensor([...], device=device)`.",
                 LOSS_WEIGHT_ON_CPU)
-    return (f"A tensor that `fit` made without a device is on the CPU, and `{op}` mixed it with tensors {on}."
-            + gpu + " Make tensors on the device you are given (`device=device`), or move them once before the loop.",
+    return (f"A tensor that `fit` made without a device is on the CPU, and `{op}` mixed it with tensors {on}. "
+            "Make tensors on the device you are given (`device=device`), or move them once before the loop.",
             MADE_IN_FIT)
 
 

@@ -97,14 +97,16 @@ def test_a_lesson_page_shows_its_outputs(site, page, lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_a_lessons_quizzes_read_as_text(site, page, lesson):
-    """Without a kernel a quiz shows its question and lettered options, not an empty widget."""
+    """Without a kernel a quiz shows its question and lettered options, not an empty widget, its Markdown
+    rendered (code as code, no backticks)."""
     quizzes = [q for c in code_of(lesson) for q in re.findall(r"""cu\.quiz\(["']([^"']+)["']""", source(c))]
     page.goto(lesson_page(site, lesson))
     assert page.locator("script[type='application/vnd.jupyter.widget-view+json']").count() == 0
     for quiz in quizzes:
-        shown = page.locator(f"{ARTICLE} .cell_output pre", has_text=f"({quiz})")
+        shown = page.locator(f"{ARTICLE} .cell_output .course-quiz", has_text=f"({quiz})")
         assert shown.count() == 1, f"quiz {quiz} is not on the page as text"
-        assert re.search(r"^\s+a\) .*\n\s+b\) ", shown.text_content(), re.M), shown.text_content()
+        assert shown.locator("ol[type='a'] > li").count() >= 2, shown.inner_html()
+        assert "`" not in shown.text_content(), f"raw Markdown in quiz {quiz}: {shown.text_content()}"
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
