@@ -203,6 +203,9 @@ def simdevice(repeats: int = 9) -> list[str]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     cpu, simulated = work("cpu"), work("simgpu:0")
+    steps = "08: 4 training steps, a small MLP with Adam"
+    simulated["the same steps on a bare wrapper (the floor)"] = _bare_training_steps()
+    cpu["the same steps on a bare wrapper (the floor)"] = cpu[steps]
     rows = ["| work | CPU tensors (per loop) | simgpu:0 / CPU |", "|---|---:|---:|"]
     for name in cpu:
         plain, wrapped = [], []
@@ -212,7 +215,56 @@ def simdevice(repeats: int = 9) -> list[str]:
         rows.append(f"| {name} | {_fmt(min(plain))} | {min(wrapped) / min(plain):.2f} |")
     torch.set_num_threads(threads)
     return rows + ["", "Each operation on the simulated GPU runs on the CPU tensors behind it, after a device check "
-                       "and a Python dispatch (about 25 µs): large work costs the same, many tiny operations more."]
+                       "and a Python dispatch: large work costs the same, many tiny operations more. The floor is a "
+                       "tensor subclass whose dispatch only unwraps, runs and rewraps (no device, no checks, no "
+                       "clock): what any device written in Python pays."]
+
+
+def _bare_training_steps():
+    """The simdevice benchmark's training steps on a bare wrapper subclass (the same model, Adam's multi-tensor
+    path): the cost of PyTorch's Python dispatch alone, which any device written in Python pays."""
+    import importlib
+
+    import torch
+
+    class Bare(torch.Tensor):
+        @staticmethod
+        def __new__(cls, elem):
+            made = torch.Tensor._make_wrapper_subclass(cls, elem.size(), strides=elem.stride(), dtype=elem.dtype,
+                                                       device=elem.device, requires_grad=elem.requires_grad)
+            made.elem = elem
+            return made
+
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):   # the least Python a dispatch can do
+            def unwrap(x):
+                if type(x) in (list, tuple):
+                    return type(x)(unwrap(item) for item in x)
+                return x.elem if isinstance(x, Bare) else x
+
+            out = func(*unwrap(args), **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+            if type(out) in (list, tuple):
+                return type(out)(Bare(x) if isinstance(x, torch.Tensor) else x for x in out)
+            return Bare(out) if isinstance(out, torch.Tensor) else out
+
+    for module in ("torch.optim.optimizer", "torch.utils._foreach_utils"):
+        importlib.import_module(module)._foreach_supported_types.append(Bare)
+    net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    for layer in (net[0], net[2]):
+        for name, value in list(layer._parameters.items()):
+            layer._parameters[name] = torch.nn.Parameter(Bare(value.detach()))
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    batch, labels = Bare(torch.randn(16, 32)), Bare(torch.randint(0, 10, (16,)))
+
+    def training_steps() -> None:
+        for _ in range(4):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(batch), labels).backward()
+            opt.step()
+
+    return training_steps
 
 
 def _per_call(fn, min_time: float = 0.03) -> float:
