@@ -1071,7 +1071,10 @@ def test_out_of_memory_names_the_usual_reasons_and_a_load_onto_gpu_0():
     in_load = explain_error('  File "/env/lib/python3.11/site-packages/torch/serialization.py", line 1, in load\n'
                             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     assert in_load.key == "cuda-oom" and in_load.cause.startswith("`torch.load` ran out of GPU memory")
-    assert 'map_location=\\"cpu\\"' not in in_load.fix and 'map_location="cpu"' in in_load.fix
+    assert 'map_location="cpu"' in in_load.fix
+    warned = explain_error("/env/torch/serialization.py:1328: FutureWarning: You are using torch.load with "
+                           "weights_only=False\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    assert warned.key == "cuda-oom" and warned.cause.startswith("The GPU has no room")   # a warning is no frame
 
 
 def test_mps_not_in_this_pytorch_or_not_usable_is_explained():
@@ -1086,3 +1089,56 @@ def test_mps_not_in_this_pytorch_or_not_usable_is_explained():
     mac = explain_error("RuntimeError: The MPS backend is supported on MacOS 12.3+.Current OS version can be "
                         "queried using `sw_vers`")
     assert mac.key == "mps-unavailable" and "is_built()" in mac.cause
+
+
+def test_the_doctor_blames_no_tensor_it_cannot_be_sure_of():
+    """Cases where a named culprit would be wrong: the general cause stays (the review's learner mistakes)."""
+    from torch import nn
+
+    class MovesItsInput(nn.Module):            # the model never moved; forward moves the input itself
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            moved = x.to("meta")
+            return self.fc(moved)
+
+    class KeepsACpuCopy(nn.Module):            # the input was not moved; a CPU attribute is kept for plotting
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+            self.last = torch.zeros(2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    class TwoCpuTensors(nn.Module):            # lengths kept on the CPU on purpose, and another CPU tensor
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            lengths, h0 = torch.tensor([3, 2, 1]), torch.zeros(3, 2)
+            return self.fc(x) + h0 * lengths[:, None]
+
+    told = [explain_error(_raised(lambda: MovesItsInput()(torch.randn(3, 4)))),
+            _told(KeepsACpuCopy, torch.randn(3, 4)), _told(TwoCpuTensors, torch.randn(3, 4, device="meta"))]
+    for explanation in told:
+        assert explanation.known and "is made inside" not in explanation.cause, explanation.cause
+        assert "plain tensor attribute" not in explanation.cause, explanation.cause
+
+    def train_step(model, x):                  # a function, not a method, whose first argument is the model
+        noise = torch.randn(3, 2)
+        return model(x) + noise
+
+    free = explain_error(_raised(lambda: train_step(nn.Linear(4, 2).to("meta"), torch.randn(3, 4, device="meta"))))
+    assert free.known and "Linear.train_step" not in free.cause
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as error:
+        return error
+    raise AssertionError("no error")

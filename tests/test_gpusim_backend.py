@@ -174,7 +174,8 @@ RUNS = {
         "(16, True, None, None)"),
     "torch.tensor and as_tensor on the current device": (textwrap.dedent("""\
         torch.accelerator.set_device_index(1)
-        made = (str(torch.tensor([1.], device='simgpu').device), str(torch.as_tensor([1.], device='simgpu').device),
+        made = (str(torch.tensor(data=[1.], device='simgpu').device),
+                str(torch.as_tensor(__import__('numpy').arange(3.), device='simgpu').device),
                 str(torch.tensor([1.], device='simgpu:0').device))
         torch.accelerator.set_device_index(0)
         with torch.device(device):   # a default device still reaches them
@@ -195,6 +196,21 @@ RUNS = {
     "optimizers take the multi-tensor path, as on CUDA": (
         "from torch.optim.optimizer import _default_to_fused_or_foreach\n"
         "_default_to_fused_or_foreach(list(nn.Linear(2, 2).to(device).parameters()), False, False)", "(False, True)"),
+    "dropout draws from the device's stream; generators pickle and copy": (textwrap.dedent("""\
+        torch.manual_seed(0); on_cpu = F.dropout(torch.ones(16), 0.5)
+        torch.manual_seed(0); on_device = F.dropout(torch.ones(16, device=device), 0.5); after = F.dropout(torch.ones(16), 0.5)
+        g = torch.Generator(device='simgpu:1').manual_seed(7)
+        back = pickle.loads(pickle.dumps(g)); twin = copy.deepcopy(g)
+        buf = io.BytesIO(); torch.save({'cpu': torch.Generator()}, buf)
+        (torch.equal(on_cpu, on_device.cpu()), torch.equal(on_cpu, after), str(back.device), back.initial_seed(),
+         torch.equal(twin.get_state(), g.get_state()))"""), "(False, True, 'simgpu:1', 7, True)"),
+    "gradients from another thread, on simgpu:1": (textwrap.dedent("""\
+        import threading
+        found = []
+        def step():
+            w = torch.ones(2, device='simgpu:1', requires_grad=True); (w * 2).sum().backward(); found.append(w.grad.tolist())
+        worker = threading.Thread(target=step); worker.start(); worker.join()
+        found"""), "[[2.0, 2.0]]"),
     "the device's own random stream": (textwrap.dedent("""\
         torch.manual_seed(0); on_cpu = torch.randn(3)
         torch.manual_seed(0); on_device = torch.randn(3, device=device); after = torch.randn(3)
@@ -206,6 +222,10 @@ RUNS = {
 
 #: Cells a GPU refuses: name -> (code, the exception type, the message as a function of the PyTorch version).
 RAISES = {
+    "a fresh cpu generator beside a fresh device one": ("g = torch.Generator(device=device)\n"
+                                                        "torch.randn(3, device=device, generator=torch.Generator())",
+                                                        "RuntimeError", "Expected a 'simgpu' device type for generator "
+                                                        "but found 'cpu'"),
     "a cpu generator for a device tensor": ("torch.randn(3, device=device, generator=torch.Generator())",
                                             "RuntimeError", "Expected a 'simgpu' device type for generator but found "
                                             "'cpu'"),
@@ -266,7 +286,7 @@ RAISES = {
 }
 
 _PROBE = r"""
-import copy, io, json, sys, traceback
+import copy, io, json, pickle, sys, traceback
 import torch, torch.nn as nn, torch.nn.functional as F
 import course_utils as cu
 from course_utils.gpusim import backend as simdevice
@@ -278,7 +298,7 @@ import ast
 for name, code in cases.items():
     tree = ast.parse(code)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    scope = {"torch": torch, "nn": nn, "F": F, "copy": copy, "io": io, "device": device, "cu": cu}
+    scope = {"torch": torch, "nn": nn, "F": F, "copy": copy, "io": io, "pickle": pickle, "device": device, "cu": cu}
     try:
         exec(compile(tree, "<cell>", "exec"), scope)
         value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), scope) if last else None

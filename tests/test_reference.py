@@ -51,7 +51,7 @@ def test_lesson_07_says_what_the_run_measured():
     assert round(largest["host → device, pinned"].gbps[-1], 1) == 55.2 and "55.2 GB/s pinned" in text
     pageable_mib = [g for n, g in zip(ref.copies[0].nbytes, ref.copies[0].gbps) if n >= 2**20]
     assert (round(min(pageable_mib), 1), round(max(pageable_mib), 1)) == (8.8, 12.9)
-    assert "8.8 GB/s\n  pageable (pageable copies ranged from 8.8 to 12.9 GB/s from 1 MiB up)" in text
+    assert "8.8 GB/s\n  pageable (host → device pageable copies ranged from 8.8 to 12.9 GB/s from 1 MiB up)" in text
 
 
 def test_the_data_file_is_what_the_script_writes():

@@ -361,23 +361,31 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
         "device raise without one. For a GPU, install a PyTorch build for it (Colab: Runtime -> Change runtime type)."),
     Family(
         "mps-unavailable", "MPS built but not available, or not in this PyTorch",
-        (r"The MPS backend is supported on MacOS [\d.]+\+", r"PyTorch is not linked with support for mps devices"),
-        (Wording("The MPS backend is supported on MacOS 14.0+. Current OS version can be queried using `sw_vers`",
-                 MAC_SOURCE + "; the macOS version named is the oldest the release supports (12.3+, then 13.0+, "
-                 "then 14.0+ in the copies read), and it is said whatever the reason MPS cannot be used",
-                 "MPS_ERROR_RUNTIME_TOO_LOW, aten/src/ATen/mps/EmptyTensor.cpp"),
+        (r"The MPS backend is supported on [Mm]acOS", r"PyTorch is not linked with support for mps devices",
+         r"Could not run 'aten::empty(?:\.memory_format|_strided)?' with arguments from the 'MPS' backend\. This"),
+        (Wording("The MPS backend is supported on macOS 14.0+. Current OS version can be queried using `sw_vers`",
+                 MAC_SOURCE + "; 2.10.0 and a 2.12 nightly as a learner's report quotes them (pytorch/pytorch#177819, "
+                 "on macOS 26.3.1): said whatever the reason MPS cannot be used, and the version named is not always "
+                 "the one the release needs", "MPS_ERROR_RUNTIME_TOO_LOW, aten/src/ATen/mps/EmptyTensor.cpp"),
          Wording("The MPS backend is supported on MacOS 13.0+.Current OS version can be queried using `sw_vers`",
-                 MAC_SOURCE + "; earlier releases (which ones: not checked), their two parts joined without a "
-                 "space (12.3+ in the oldest copies read)", "MPS_ERROR_RUNTIME_TOO_LOW, EmptyTensor.cpp, older"),
+                 MAC_SOURCE + "; a 2.10 nightly of October 2025 as reported (pytorch/pytorch#164943, on macOS 13.7.4); "
+                 "2.5.1 said `MacOS 12.3+.` though it needed 13.0 (pytorch/pytorch#139425)",
+                 "MPS_ERROR_RUNTIME_TOO_LOW, older copies of EmptyTensor.cpp"),
          Wording("PyTorch is not linked with support for mps devices",
                  "builds for Linux and Windows (no MPS): `.to(\"mps\")`; 2.10 and 2.13 checked",
-                 "c10/core/impl/DeviceGuardImplInterface.h: in libc10.so 2.10, 2.13; real run (2.13 CPU build)")),
-        "`mps` is Apple's GPU. This PyTorch has no MPS (a build for Linux or Windows), or it has MPS "
-        "(`torch.backends.mps.is_built()` is True) but this Mac cannot use it (`is_available()` is False): a "
-        "macOS older than the release needs, or a virtual machine or container that does not pass the GPU through.",
+                 "c10/core/impl/DeviceGuardImplInterface.h: in libc10.so 2.10, 2.13; real run (2.13 CPU build)"),
+         Wording("Could not run 'aten::empty.memory_format' with arguments from the 'MPS' backend. This could be "
+                 "because the operator doesn't exist for this backend, or was omitted during the selective/custom "
+                 "build process (if using custom build).", "builds without MPS: `torch.zeros(1, device=\"mps\")` "
+                 "(a NotImplementedError; the message goes on with the backends that have the operator); 2.13 checked",
+                 "real run (2.13 CPU build)")),
+        "`mps` is Apple's GPU. This PyTorch has no MPS (a build for Linux or Windows, a Linux container on a Mac "
+        "included), or it has MPS (`torch.backends.mps.is_built()` is True) but cannot use it on this Mac "
+        "(`is_available()` is False): a macOS older than the release needs, or a virtual machine without the GPU.",
         "Ask before you use it: `torch.backends.mps.is_available()` (or `torch.accelerator.is_available()`, or "
-        "`cu.best_device()`), and fall back to the CPU. On a Mac, `sw_vers` shows the macOS version and "
-        "`python -c \"import platform; print(platform.machine())\"` should print `arm64` on Apple silicon."),
+        "`cu.best_device()`), and fall back to the CPU. On a Mac, `sw_vers` shows the macOS version (compare it with "
+        "what your PyTorch release supports) and `python -c \"import platform; print(platform.machine())\"` should "
+        "print `arm64` on Apple silicon."),
     Family(
         "ordinal", "Invalid device ordinal",
         (r"invalid device ordinal",),

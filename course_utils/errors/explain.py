@@ -5,6 +5,7 @@ raises and never guesses.
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import sys
@@ -121,8 +122,8 @@ def _text_of(error: Any) -> str:
                 message = ""
         kind = type(error)
         name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-        try:  # the frames matter for a few families (a DataLoader's sampler); never fail on them
-            frames = "".join(traceback.format_tb(error.__traceback__, limit=30)) if error.__traceback__ else ""
+        try:  # the innermost frames matter for a few families (a sampler, torch.load); never fail on them
+            frames = "".join(traceback.format_tb(error.__traceback__, limit=-30)) if error.__traceback__ else ""
         except Exception:
             frames = ""
         return f"{frames}{name}: {message}"
@@ -171,7 +172,8 @@ def explain_error(error: Any = _LAST) -> Explanation:
         text = _text_of(error)[-_MAX_CHARS:]
         found = _explain(_ANSI.sub("", text) if "\x1b" in text else text)
         if found.key in ("devices", "no-kernel", "op-devices") and isinstance(error, BaseException):
-            found = _tailor_culprit(found, error)
+            with contextlib.suppress(Exception):   # the frames are the learner's: read them, never fail on them
+                found = _tailor_culprit(found, error)
         return found
     except Exception:  # the explainer must never be the thing that fails
         return Explanation(known=False)
@@ -191,31 +193,31 @@ def _device_of(value: Any) -> str:
 
 
 def _culprit(owner: Any, frame: Any) -> Optional[tuple[str, str, str]]:
-    """(kind, name, extra) of what puts a tensor on another device than ``owner``'s parameters, seen from one of its
-    methods in the traceback: a plain list/tuple/dict of layers (extra: the container), a plain tensor attribute
-    (extra: its device and the parameters') or a tensor made in the method while its tensor arguments are on the
-    parameters' device (extra: its device, the parameters' and the first such argument)."""
-    home = next((str(p.device) for p in owner.parameters()), "")
+    """(kind, name, extra) of what puts a tensor on the CPU while ``owner``'s parameters moved, seen from one of its
+    own methods in the traceback whose tensor arguments are on the parameters' device: a plain list/tuple/dict of
+    layers (extra: the container), or the one CPU tensor in sight, a plain tensor attribute (extra: the parameters'
+    device) or a tensor made in the method (extra: the parameters' device and the first tensor argument). Several
+    CPU tensors in sight: no culprit (it could be any of them, and a CPU tensor may be meant: ``lengths``)."""
     registered = {id(m) for m in owner.modules()}
     for attr, value in vars(owner).items():
         items = list(value.values()) if isinstance(value, dict) else value
         if isinstance(value, (list, tuple, dict)) and any(_is_module(v) and id(v) not in registered for v in items):
             return "layers", attr, type(value).__name__
-        if home and _device_of(value) not in ("", home):
-            return "attribute", attr, f"{_device_of(value)} {home}"
+    home = next((str(p.device) for p in owner.parameters()), "cpu")
     code = frame.f_code
     params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     args = [name for name in params if _device_of(frame.f_locals.get(name))]
-    if home and args and all(_device_of(frame.f_locals[name]) == home for name in args):
-        for name, value in frame.f_locals.items():
-            if name not in params and _device_of(value) not in ("", home):
-                return "made", name, f"{_device_of(value)} {home} {args[0]}"
-    return None
+    if home == "cpu" or not args or any(_device_of(frame.f_locals[name]) != home for name in args):
+        return None
+    found = [("attribute", attr, home) for attr, value in vars(owner).items() if _device_of(value) == "cpu"]
+    found += [("made", name, f"{home} {args[0]}") for name, value in frame.f_locals.items()
+              if name not in params and _device_of(value) == "cpu"]
+    return found[0] if len(found) == 1 else None
 
 
 def _culprits(error: BaseException) -> list[tuple[str, str, str, str]]:
-    """(owner class, method, kind, name, extra) of each module whose method is in the traceback and holds a culprit
-    (see :func:`_culprit`), outermost first."""
+    """(owner class, method, kind, name, extra) of each module of the learner's (not PyTorch's) whose method is in
+    the traceback and shows a culprit (see :func:`_culprit`), outermost first."""
     out, seen = [], set()
     for frame, _ in traceback.walk_tb(error.__traceback__):
         code = frame.f_code   # a method's first argument is its module, whatever its name
@@ -224,6 +226,9 @@ def _culprits(error: BaseException) -> list[tuple[str, str, str, str]]:
             continue
         seen.add((id(owner), code))
         try:
+            method = getattr(type(owner), code.co_name, None)
+            if getattr(method, "__code__", None) is not code or type(owner).__module__.startswith("torch."):
+                continue
             found = _culprit(owner, frame)
         except Exception:
             continue
@@ -249,15 +254,14 @@ def _tailor_culprit(found: Explanation, error: BaseException) -> Explanation:
                "`model.to(device)` again, and create the optimizer after that (it never saw these parameters). "
                "`cu.explain_devices(model, {\"x\": x})` lists each layer in a plain container.")
     elif kind == "attribute":
-        device, home = extra.split()
-        cause = (f"`{owner}.{name}` is a plain tensor attribute (`self.{name} = ...`): it is on {device}, the "
-                 f"parameters on {home}. `model.to(device)` moves parameters, buffers and submodules, not plain "
+        cause = (f"`{owner}.{name}` is a plain tensor attribute (`self.{name} = ...`): it is on cpu, the "
+                 f"parameters on {extra}. `model.to(device)` moves parameters, buffers and submodules, not plain "
                  "attributes, so it stayed where it was made while the parameters moved.")
         fix = (f"Register it as a buffer in `__init__`: `self.register_buffer(\"{name}\", ...)` with the same "
                "tensor, then `model.to(device)` again. A buffer moves with the model and is saved in `state_dict()`.")
     else:
-        device, home, arg = extra.split()
-        cause = (f"`{name}` is made inside `{owner}.{method}` and is on {device}, while the parameters and `{arg}` "
+        home, arg = extra.split()
+        cause = (f"`{name}` is made inside `{owner}.{method}` and is on cpu, while the parameters and `{arg}` "
                  f"are on {home}. A factory call (`torch.zeros`, `torch.randn`, `torch.arange`, "
                  "`torch.tensor`...) makes its tensor on the default device, the CPU, whatever device the input is on.")
         fix = (f"Make `{name}` where the input is: pass `device={arg}.device` to the call that makes it (or build it "

@@ -182,11 +182,11 @@ def tailor_map_location(r: Reading) -> Reading:
 
 
 def tailor_oom(r: Reading) -> Reading:
-    """Out of memory inside ``torch.load`` (its frames in the traceback): the checkpoint goes back where it was saved."""
-    return r if "serialization.py" not in r.text else replace(
-        r, cause="`torch.load` ran out of GPU memory: without `map_location` it puts each tensor back on the device "
-                 "it was saved from, GPU 0 for most checkpoints, whatever device this process uses and however full "
-                 "that GPU is (on a machine with several GPUs, every process loads onto GPU 0).",
+    """Out of memory inside ``torch.load`` (its frame in the traceback): the checkpoint goes back where it was saved."""
+    return r if not re.search(r'serialization\.py", line \d+, in (?:load|_load|_legacy_load)\b', r.text) else replace(
+        r, cause="`torch.load` ran out of GPU memory while loading: it puts each tensor on the device it was saved "
+                 "from (GPU 0 for most checkpoints) unless `map_location` says otherwise, however full that GPU is "
+                 "(on a machine with several GPUs, every process loads onto GPU 0).",
         fix="Load to the CPU or to this process's own device: `torch.load(path, map_location=\"cpu\")` (or "
             "`map_location=device`), then `model.load_state_dict(state)`.")
 

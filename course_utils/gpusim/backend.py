@@ -219,8 +219,6 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     if key == "_to_copy":
         return _to_copy(args[0], **kwargs)
     sim = next(t.device for t in flat if isinstance(t, SimTensor))
-    if kwargs.get("generator") is None and generator.takes_generator(func):   # the device's own stream
-        kwargs = {**kwargs, "generator": generator.default(sim.index)}
     originals: dict[int, SimTensor] = {}
     tensors: list[torch.Tensor] = []   # the CPU tensors the operation runs on
     given = {id(x) for x in flat}
@@ -241,7 +239,9 @@ def _dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     elif "device" in cpu_kwargs and cpu_kwargs["device"] is not None:
         target = None   # made on the device it names (the CPU, meta)
     cpu_kwargs.pop("pin_memory", None)
-    out = KERNELS.get(key, func)(*cpu_args, **cpu_kwargs)
+    own_stream = kwargs.get("generator") is None and generator.seeded(func)   # draws: from the device's stream
+    with generator.drawing(sim.index) if own_stream else contextlib.nullcontext():
+        out = KERNELS.get(key, func)(*cpu_args, **cpu_kwargs)
     _timed(func, key, args, kwargs, tensors, out)
 
     def wrap(x: Any) -> Any:   # a CPU tensor given stays one (in place on the CPU: fill_ with a 0-dim value)
@@ -461,13 +461,16 @@ def _pin_memory(pin: Any) -> Any:
 def _to(to: Any) -> Any:
     """``Tensor.to``, ``torch.tensor``, ``torch.as_tensor``: ``"simgpu"`` is the current device, as ``"cuda"`` is
     (PyTorch's guard for it always says 0)."""
-    def to_current(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    def to_current(*args: Any, **kwargs: Any) -> Any:
         if _current:   # another device was made current: "simgpu" goes there, not to simgpu:0
-            args, kwargs = tree_map(lambda d: torch.device(NAME, _current) if isinstance(d, (str, torch.device))
-                                    and torch.device(d) == torch.device(NAME) else d, (args, kwargs))
-        return to(self, *args, **kwargs)
+            here, plain = torch.device(NAME, _current), (NAME, torch.device(NAME))   # "simgpu" with no index
+            args = tuple(here if type(value) in (str, torch.device) and value in plain else value for value in args)
+            kwargs = {key: here if key == "device" and value in plain else value for key, value in kwargs.items()}
+        return to(*args, **kwargs)
 
     to_current.__doc__ = to.__doc__
+    with contextlib.suppress(AttributeError):   # TorchScript compiles the wrapper as PyTorch's own function
+        torch.jit._builtins._register_builtin(to_current, f"aten::{to.__name__}")
     return to_current
 
 
@@ -492,6 +495,17 @@ def _load(load: Any) -> Any:
 
     load_to.__doc__ = load.__doc__
     return load_to
+
+
+def _one_thread(run: Any) -> Any:
+    """``torch.autograd.backward``, ``grad``: on the calling thread, not PyTorch's one device thread for a Python
+    backend (simgpu:0's), so every simulated device has gradients, at less cost."""
+    def on_this_thread(*args: Any, **kwargs: Any) -> Any:
+        with torch.autograd.set_multithreading_enabled(False):
+            return run(*args, **kwargs)
+
+    on_this_thread.__doc__ = run.__doc__
+    return on_this_thread
 
 
 def _synchronize(synchronize: Any) -> Any:
@@ -542,8 +556,7 @@ def enable() -> torch.device:
     torch.load = _load(torch.load)
     importlib.import_module("torch.utils._device")._device_constructors()   # cached: PyTorch's own factories
     torch.Tensor.to, torch.tensor, torch.as_tensor = (_to(f) for f in (torch.Tensor.to, torch.tensor, torch.as_tensor))
-    torch.Generator = generator.generator_class(NAME, _index)
-    generator.make_defaults(NAME, COUNT)
+    generator.install(NAME, _index, COUNT)
     torch.accelerator.synchronize = _synchronize(torch.accelerator.synchronize)
     for name in ("_accelerator_setDeviceIndex", "_accelerator_exchangeDevice", "_accelerator_maybeExchangeDevice"):
         setattr(torch._C, name, _exchange)
@@ -554,9 +567,7 @@ def enable() -> torch.device:
     torch.accelerator.empty_cache = torch.accelerator.empty_host_cache = _Module.empty_cache = lambda *args: None
     for module in ("torch.optim.optimizer", "torch.utils._foreach_utils"):   # multi-tensor steps, CUDA's default
         importlib.import_module(module)._foreach_supported_types.append(SimTensor)
-    # gradients on this thread, as for CPU tensors: no hand-off to a device thread (PyTorch gives a Python backend one
-    # queue, simgpu:0's), so every simulated device has gradients, at less cost
-    torch.autograd.set_multithreading_enabled(False)
+    torch.autograd.backward, torch.autograd.grad = _one_thread(torch.autograd.backward), _one_thread(torch.autograd.grad)
     _STATE["enabled"] = True
     _keep_freed_buffers()
     return torch.device(NAME, 0)
