@@ -721,11 +721,7 @@ def test_registered_layers_also_kept_in_a_list_are_not_blamed():
 
 def _told(model_class, x):
     """What the explainer says of the error ``model_class()`` on meta raises for input ``x``."""
-    try:
-        model_class().to("meta")(x)
-    except Exception as error:
-        return explain_error(error)
-    raise AssertionError("no error")
+    return explain_error(raised(lambda: model_class().to("meta")(x)))
 
 
 def test_a_tensor_made_in_forward_is_named_with_its_fix():
@@ -1122,7 +1118,7 @@ def test_the_doctor_blames_no_tensor_it_cannot_be_sure_of():
             lengths, h0 = torch.tensor([3, 2, 1]), torch.zeros(3, 2)
             return self.fc(x) + h0 * lengths[:, None]
 
-    told = [explain_error(_raised(lambda: MovesItsInput()(torch.randn(3, 4)))),
+    told = [explain_error(raised(lambda: MovesItsInput()(torch.randn(3, 4)))),
             _told(KeepsACpuCopy, torch.randn(3, 4)), _told(TwoCpuTensors, torch.randn(3, 4, device="meta"))]
     for explanation in told:
         assert explanation.known and "is made inside" not in explanation.cause, explanation.cause
@@ -1132,13 +1128,5 @@ def test_the_doctor_blames_no_tensor_it_cannot_be_sure_of():
         noise = torch.randn(3, 2)
         return model(x) + noise
 
-    free = explain_error(_raised(lambda: train_step(nn.Linear(4, 2).to("meta"), torch.randn(3, 4, device="meta"))))
+    free = explain_error(raised(lambda: train_step(nn.Linear(4, 2).to("meta"), torch.randn(3, 4, device="meta"))))
     assert free.known and "Linear.train_step" not in free.cause
-
-
-def _raised(fn):
-    try:
-        fn()
-    except Exception as error:
-        return error
-    raise AssertionError("no error")

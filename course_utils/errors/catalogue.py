@@ -372,8 +372,8 @@ FAMILIES: tuple[Family, ...] = MIXED_DEVICES + (
                  "2.5.1 said `MacOS 12.3+.` though it needed 13.0 (pytorch/pytorch#139425)",
                  "MPS_ERROR_RUNTIME_TOO_LOW, older copies of EmptyTensor.cpp"),
          Wording("PyTorch is not linked with support for mps devices",
-                 "builds for Linux and Windows (no MPS): `.to(\"mps\")`; 2.10 and 2.13 checked",
-                 "c10/core/impl/DeviceGuardImplInterface.h: in libc10.so 2.10, 2.13; real run (2.13 CPU build)"),
+                 "builds for Linux and Windows (no MPS): `.to(\"mps\")`; 2.10, 2.13 and 2.15 checked",
+                 "c10/core/impl/DeviceGuardImplInterface.h: in libc10.so 2.10, 2.13, 2.15; real run (2.13 CPU build)"),
          Wording("Could not run 'aten::empty.memory_format' with arguments from the 'MPS' backend. This could be "
                  "because the operator doesn't exist for this backend, or was omitted during the selective/custom "
                  "build process (if using custom build).", "builds without MPS: `torch.zeros(1, device=\"mps\")` "
